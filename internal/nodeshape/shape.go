@@ -1,0 +1,87 @@
+// Package nodeshape describes simulated GPU nodes as data. One Shape feeds
+// both the fixture-root generator (internal/fixturegen writes its sysfs/procfs
+// tree) and the mock GPU backend (lib/gpu completes go-nvml's dgx mock servers
+// from it), so the two always agree.
+package nodeshape
+
+// Shape is one simulated node.
+type Shape struct {
+	Name     string // fixture and mock name: "dgxh100"
+	Hostname string
+	// GPUModel is the go-nvml mock server this shape pairs with
+	// ("dgxh100" for mock:dgxh100); "" when no mock matches (procfs only).
+	GPUModel string
+
+	CPUVendor string // /proc/cpuinfo vendor_id: "GenuineIntel", "AuthenticAMD", "" for Arm
+	CPUModel  string // /proc/cpuinfo model name
+
+	Sockets        int
+	CoresPerSocket int
+	ThreadsPerCore int
+	// NUMAPerSocket splits each socket's cores into this many NUMA nodes
+	// (AMD NPS4: 4). 0 means 1.
+	NUMAPerSocket int
+	// CPULessNUMANodes adds NUMA nodes with memory and no CPUs after the CPU
+	// nodes (Grace Hopper GPU memory).
+	CPULessNUMANodes int
+	// MemoryMiBPerNode is MemTotal of each CPU NUMA node;
+	// CPULessMemoryMiB of each CPU-less one.
+	MemoryMiBPerNode int
+	CPULessMemoryMiB int
+
+	// Threads are numbered the Linux/x86 way: first thread of every core of
+	// every socket, then the second threads ("split"). With
+	// ThreadsPerCore 1 numbering is simply core order.
+
+	NoCPUFreq bool // no /sys/devices/system/cpu/cpufreq (VMs)
+	NoCPUIdle bool // no cpuidle states
+	// PCINUMAUnknown writes numa_node -1 for every PCI device (VMs).
+	PCINUMAUnknown bool
+
+	GPUs []GPU
+	NICs []NIC
+}
+
+// GPU is one GPU of a shape, listed in PCI bus order (index order).
+type GPU struct {
+	BusID    string // "0000:18:00.0"
+	Minor    int    // /dev/nvidia<Minor>
+	UUID     string
+	Name     string // NVML product name
+	DeviceID uint16 // PCI device id (0x2330 for H100 SXM5)
+	NUMANode int    // the GPU's NUMA node (before PCINUMAUnknown hides it)
+	// NVSwitchLinks is the number of NVLinks into an NVSwitch fabric shared
+	// by every GPU with a non-zero count; DirectLinks[j] adds point-to-point
+	// links to GPU j. Both nil/0: no NVLink.
+	NVSwitchLinks int
+	DirectLinks   []int
+	// MemoryNUMANodes are CPU-less NUMA nodes holding this GPU's memory.
+	MemoryNUMANodes []int
+	MIG             bool // MIG mode on (current and pending)
+	MIGDevices      []MIGDevice
+}
+
+// MIGDevice is a GPU instance with one compute instance.
+type MIGDevice struct {
+	Profile    string // "3g.40gb"
+	GIProfile  int    // nvml.GPU_INSTANCE_PROFILE_* id
+	GI, CI     int
+	GICapMinor int
+	CICapMinor int
+}
+
+// NIC is a network adapter: an InfiniBand/RoCE HCA or an Ethernet NIC.
+type NIC struct {
+	BusID    string
+	NUMANode int
+	IBName   string // "mlx5_0"; "" for a plain Ethernet NIC
+	NetName  string // "ibp24s0", "eth0"
+	Ports    []IBPort
+}
+
+// IBPort is one port of an HCA (/sys/class/infiniband/<dev>/ports/<n>).
+type IBPort struct {
+	State     string // "4: ACTIVE"
+	Rate      string // "400 Gb/sec (4X NDR)"
+	LinkLayer string // "InfiniBand" or "Ethernet"
+}
