@@ -169,9 +169,8 @@ func (s Set) Mask(nbits int) string {
 	return strings.Join(parts, ",")
 }
 
-// String formats the set canonically: ascending, runs of 3 or more as ranges,
-// pairs as two ids ("0-3,5,6,8-11"), matching the kernel's cpulist format
-// except that the kernel also writes pairs as ranges; both parse the same.
+// String formats the set canonically, as the kernel writes cpulist files:
+// ascending, every run of consecutive ids as a range ("0-3,5-6,8-11").
 func (s Set) String() string {
 	var sb strings.Builder
 	ids := s.List()

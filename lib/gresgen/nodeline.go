@@ -1,0 +1,65 @@
+package gresgen
+
+import (
+	"fmt"
+	"strings"
+
+	"gpuprep/lib/topo"
+)
+
+// nodeLine builds the slurm.conf node line: the counts slurmd -C would print
+// (Sockets, CoresPerSocket, ThreadsPerCore, RealMemory) and Gres= from the
+// generated records. With NUMAAsSocket, CPU NUMA nodes count as sockets.
+func nodeLine(node *topo.Node, devs []Device, opt Options) (NodeLine, bool) {
+	nl := NodeLine{
+		NodeName:       opt.NodeName,
+		CPUs:           len(node.CPUs),
+		Sockets:        len(node.Sockets),
+		ThreadsPerCore: node.ThreadsPerCore(),
+		RealMemory:     node.MemoryMiB,
+	}
+	if nl.NodeName == "" {
+		nl.NodeName = node.Hostname
+	}
+	numa := false
+	if opt.NUMAAsSocket {
+		if n := len(node.CPUNUMANodes()); n > nl.Sockets {
+			nl.Sockets = n
+			numa = true
+		}
+	}
+	if nl.Sockets > 0 {
+		nl.CoresPerSocket = len(node.Cores) / nl.Sockets
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, d := range devs {
+		if counts[d.Type] == 0 {
+			order = append(order, d.Type)
+		}
+		counts[d.Type]++
+	}
+	name := opt.Name
+	if name == "" {
+		name = "gpu"
+	}
+	for _, t := range order {
+		nl.Gres = append(nl.Gres, GresCount{Name: name, Type: t, Count: counts[t]})
+	}
+	return nl, numa
+}
+
+// String formats the node line as slurm.conf wants it.
+func (nl NodeLine) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "NodeName=%s CPUs=%d Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d RealMemory=%d",
+		nl.NodeName, nl.CPUs, nl.Sockets, nl.CoresPerSocket, nl.ThreadsPerCore, nl.RealMemory)
+	if len(nl.Gres) > 0 {
+		parts := make([]string, len(nl.Gres))
+		for i, g := range nl.Gres {
+			parts[i] = fmt.Sprintf("%s:%s:%d", g.Name, g.Type, g.Count)
+		}
+		b.WriteString(" Gres=" + strings.Join(parts, ","))
+	}
+	return b.String()
+}

@@ -1,0 +1,97 @@
+// Package gresgen turns the node model into Slurm configuration: the gres.conf
+// records for the node's GPUs and MIG devices, the slurm.conf node line, and
+// warnings (with their fix) about layouts Slurm handles badly. Planning is
+// pure: it reads only the topo.Node it is given.
+package gresgen
+
+import (
+	"strings"
+
+	"gpuprep/lib/cpuset"
+)
+
+// Options shape the generated configuration.
+type Options struct {
+	// Name is the GRES name, "gpu" unless the site uses another.
+	Name string
+	// TypeNames maps Slurm's autodetected type ("nvidia_h100_80gb_hbm3")
+	// or the NVML product name ("NVIDIA H100 80GB HBM3") to a short type
+	// ("h100"). A MIG type keeps the profile suffix: "h100_3g.40gb".
+	TypeNames map[string]string
+	// NUMAAsSocket counts NUMA nodes as sockets in the node line, for
+	// slurm.conf's SlurmdParameters=numa_node_as_socket.
+	NUMAAsSocket bool
+	// NodeName overrides the node's short hostname.
+	NodeName string
+}
+
+// Device is one gres.conf record: a whole GPU or a MIG device.
+type Device struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	File string `json:"file,omitempty"` // whole GPU: /dev/nvidia<minor>
+	// MultipleFiles is set for a MIG device: the parent GPU's device file,
+	// then the GPU instance's and the compute instance's nvidia-caps files.
+	MultipleFiles []string   `json:"multiple_files,omitempty"`
+	Cores         cpuset.Set `json:"cores"` // Slurm abstract core ids
+	// Links are NVLink counts to each GPU record in file order, -1 for
+	// itself; nil when unknown or when MIG devices are present.
+	Links []int `json:"links,omitempty"`
+
+	GPUIndex int    `json:"gpu_index"` // NVML index of the (parent) GPU
+	BusID    string `json:"bus_id"`
+	MIG      string `json:"mig,omitempty"` // "gi1/ci0" for a MIG device
+}
+
+// Files are the device files the record covers.
+func (d Device) Files() []string {
+	if d.File != "" {
+		return []string{d.File}
+	}
+	return d.MultipleFiles
+}
+
+// Key identifies a record across generated and parsed configurations: its
+// device files.
+func (d Device) Key() string { return strings.Join(d.Files(), ",") }
+
+// NodeLine is the slurm.conf NodeName line for the node.
+type NodeLine struct {
+	NodeName       string      `json:"node_name"`
+	CPUs           int         `json:"cpus"`
+	Sockets        int         `json:"sockets"`
+	CoresPerSocket int         `json:"cores_per_socket"`
+	ThreadsPerCore int         `json:"threads_per_core"`
+	RealMemory     uint64      `json:"real_memory"` // MiB
+	Gres           []GresCount `json:"gres"`
+}
+
+// GresCount is one entry of the node line's Gres=: gpu:<type>:<count>.
+type GresCount struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// Warning is something the admin should know, with the fix.
+type Warning struct {
+	Msg string `json:"msg"`
+	Fix string `json:"fix,omitempty"`
+}
+
+func (w Warning) String() string {
+	if w.Fix == "" {
+		return w.Msg
+	}
+	return w.Msg + "; fix: " + w.Fix
+}
+
+// Result is the generated configuration.
+type Result struct {
+	Devices  []Device  `json:"devices"`
+	Node     NodeLine  `json:"node"`
+	Warnings []Warning `json:"warnings,omitempty"`
+	// NeedsNUMAAsSocket is set when the node line counts NUMA nodes as
+	// sockets, which slurm.conf must be told.
+	NeedsNUMAAsSocket bool `json:"needs_numa_node_as_socket"`
+}

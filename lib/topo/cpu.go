@@ -1,0 +1,133 @@
+package topo
+
+import (
+	"fmt"
+	"path"
+	"sort"
+
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/host"
+)
+
+// CPU is one logical CPU (a hardware thread, hwloc's PU).
+type CPU struct {
+	ID       int `json:"id"`        // OS CPU id, as in /sys/devices/system/cpu/cpu<ID>
+	Socket   int `json:"socket"`    // physical_package_id
+	CoreID   int `json:"core_id"`   // the kernel's core_id, unique within a socket only
+	Core     int `json:"core"`      // Slurm's abstract core id (hwloc Core L#)
+	NUMANode int `json:"numa_node"` // -1 when the kernel reports no NUMA node for it
+}
+
+// Core is one physical core with its hardware threads.
+type Core struct {
+	ID     int        `json:"id"`     // Slurm's abstract core id: hwloc's Core L#
+	Socket int        `json:"socket"` // physical_package_id
+	CPUs   cpuset.Set `json:"cpus"`   // its hardware threads (OS CPU ids)
+}
+
+// Socket is one CPU package.
+type Socket struct {
+	ID    int        `json:"id"` // physical_package_id
+	CPUs  cpuset.Set `json:"cpus"`
+	Cores []int      `json:"cores"` // Slurm core ids, ascending
+}
+
+// readCPUs reads the online CPUs and their topology from
+// /sys/devices/system/cpu/online and cpu<N>/topology/{physical_package_id,core_id}.
+// A CPU without topology files (some hypervisors) is its own core on socket 0.
+func readCPUs(r host.Root) ([]CPU, error) {
+	const base = "/sys/devices/system/cpu"
+	s, err := r.ReadString(base + "/online")
+	if err != nil {
+		return nil, fmt.Errorf("online CPUs: %w", err)
+	}
+	online, err := cpuset.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s/online: %w", base, err)
+	}
+	if online.IsEmpty() {
+		return nil, fmt.Errorf("%s/online: no CPUs online", base)
+	}
+	cpus := make([]CPU, 0, online.Size())
+	for _, id := range online.List() {
+		dir := path.Join(base, fmt.Sprintf("cpu%d", id), "topology")
+		c := CPU{ID: id, NUMANode: -1}
+		pkg, perr := r.ReadInt(dir + "/physical_package_id")
+		core, cerr := r.ReadInt(dir + "/core_id")
+		switch {
+		case perr == nil && cerr == nil:
+			c.Socket, c.CoreID = pkg, core
+		case isNotExist(perr) && isNotExist(cerr):
+			c.Socket, c.CoreID = 0, id
+		case perr != nil && !isNotExist(perr):
+			return nil, perr
+		case cerr != nil && !isNotExist(cerr):
+			return nil, cerr
+		default:
+			return nil, fmt.Errorf("%s: physical_package_id and core_id must both exist", dir)
+		}
+		if c.Socket < 0 { // -1 on some ARM firmware
+			c.Socket = 0
+		}
+		cpus = append(cpus, c)
+	}
+	return cpus, nil
+}
+
+// buildCores groups CPUs into cores and sockets and numbers cores the way
+// Slurm's gres.conf Cores= counts them: hwloc's logical core order, which
+// sorts sockets by their first CPU and, within a socket, cores by their first
+// CPU. It fills CPU.Core. Pure: no I/O.
+func buildCores(cpus []CPU) ([]Core, []Socket) {
+	type key struct{ socket, core int }
+	members := map[key][]int{}
+	socketFirst := map[int]int{}
+	for _, c := range cpus {
+		k := key{c.Socket, c.CoreID}
+		members[k] = append(members[k], c.ID)
+		if f, ok := socketFirst[c.Socket]; !ok || c.ID < f {
+			socketFirst[c.Socket] = c.ID
+		}
+	}
+	keys := make([]key, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.socket != b.socket {
+			return socketFirst[a.socket] < socketFirst[b.socket]
+		}
+		return minInt(members[a]) < minInt(members[b])
+	})
+	cores := make([]Core, len(keys))
+	coreOf := map[key]int{}
+	var sockets []Socket
+	socketIdx := map[int]int{}
+	for i, k := range keys {
+		cores[i] = Core{ID: i, Socket: k.socket, CPUs: cpuset.New(members[k]...)}
+		coreOf[k] = i
+		si, ok := socketIdx[k.socket]
+		if !ok {
+			si = len(sockets)
+			socketIdx[k.socket] = si
+			sockets = append(sockets, Socket{ID: k.socket})
+		}
+		sockets[si].Cores = append(sockets[si].Cores, i)
+		sockets[si].CPUs = sockets[si].CPUs.Union(cores[i].CPUs)
+	}
+	for i := range cpus {
+		cpus[i].Core = coreOf[key{cpus[i].Socket, cpus[i].CoreID}]
+	}
+	return cores, sockets
+}
+
+func minInt(v []int) int {
+	m := v[0]
+	for _, x := range v[1:] {
+		if x < m {
+			m = x
+		}
+	}
+	return m
+}

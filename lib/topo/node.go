@@ -1,0 +1,240 @@
+// Package topo is the node model: CPUs (cores, sockets, SMT), NUMA nodes, PCI
+// places, NICs and GPUs, and the mapping from OS CPU ids to Slurm's abstract
+// core ids that gres.conf Cores= uses. Readers go through a host.Root; the
+// model itself is plain data.
+package topo
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/host"
+)
+
+// Node is everything gpuprep knows of a node's layout.
+type Node struct {
+	Hostname  string     `json:"hostname"`
+	CPUs      []CPU      `json:"cpus"`
+	Cores     []Core     `json:"cores"`
+	Sockets   []Socket   `json:"sockets"`
+	NUMA      []NUMANode `json:"numa"`
+	MemoryMiB uint64     `json:"memory_mib"` // /proc/meminfo MemTotal, as slurmd -C reports RealMemory
+	GPUs      []GPU      `json:"gpus"`
+	NICs      []NIC      `json:"nics"`
+	// GPUBackend names the backend the GPUs came from.
+	GPUBackend string `json:"gpu_backend"`
+}
+
+// GPU is a GPU placed on the node: the backend's facts plus where it sits.
+type GPU struct {
+	gpu.Device
+	// NUMA is the GPU's NUMA node as gpuprep resolves it: the PCI
+	// numa_node, else the one node whose CPUs equal its affinity, else -1.
+	NUMA int `json:"numa"`
+	// Cores are the Slurm core ids with a CPU in the GPU's affinity (all
+	// cores when the affinity is unknown).
+	Cores cpuset.Set `json:"cores"`
+	// NearNICs are the NICs closest to the GPU on PCI, best first.
+	NearNICs []NearNIC `json:"near_nics"`
+	Place    PCIPlace  `json:"place"`
+}
+
+// NearNIC is a NIC and its PCI path to a GPU.
+type NearNIC struct {
+	Name string  `json:"name"`
+	Path PCIPath `json:"path"`
+}
+
+// Options select what Discover reads.
+type Options struct {
+	SkipNICs bool // leave NICs out (srunwrap needs none)
+}
+
+// Discover reads the node under r and places the GPUs that b reports.
+func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
+	n := &Node{}
+	var err error
+	if n.CPUs, err = readCPUs(r); err != nil {
+		return nil, err
+	}
+	n.Cores, n.Sockets = buildCores(n.CPUs)
+	online := cpuset.New()
+	for _, c := range n.CPUs {
+		online = online.Union(cpuset.New(c.ID))
+	}
+	if n.NUMA, err = readNUMA(r, online); err != nil {
+		return nil, err
+	}
+	for i := range n.CPUs {
+		for _, nd := range n.NUMA {
+			if nd.CPUs.Contains(n.CPUs[i].ID) {
+				n.CPUs[i].NUMANode = nd.ID
+			}
+		}
+	}
+	if b, err := r.ReadFile("/proc/meminfo"); err == nil {
+		kib, ok := parseMemTotal(b)
+		if !ok {
+			return nil, fmt.Errorf("/proc/meminfo: no MemTotal line")
+		}
+		n.MemoryMiB = kib / 1024
+	} else if !isNotExist(err) {
+		return nil, err
+	}
+	n.Hostname = readHostname(r)
+	if !opt.SkipNICs {
+		if n.NICs, err = readNICs(r); err != nil {
+			return nil, err
+		}
+	}
+	if b != nil {
+		n.GPUBackend = b.Name()
+		devs, err := b.Devices()
+		if err != nil {
+			return nil, fmt.Errorf("gpu backend %s: %w", b.Name(), err)
+		}
+		for _, d := range devs {
+			g, err := n.placeGPU(r, d)
+			if err != nil {
+				return nil, err
+			}
+			n.GPUs = append(n.GPUs, g)
+		}
+	}
+	return n, nil
+}
+
+// placeGPU adds where a GPU sits: its PCI place, NUMA node, local Slurm cores
+// and nearest NICs.
+func (n *Node) placeGPU(r host.Root, d gpu.Device) (GPU, error) {
+	g := GPU{Device: d, NUMA: d.NUMANode}
+	place, err := readPCIPlace(r, d.BusID)
+	if err != nil && !isNotExist(err) {
+		return g, err
+	}
+	if err == nil {
+		g.Place = place
+	} else {
+		g.Place = PCIPlace{BusID: d.BusID, NUMANode: -1}
+	}
+	if g.CPUAffinity.IsEmpty() {
+		g.CPUAffinity = g.Place.LocalCPUs
+	}
+	if g.NUMA < 0 {
+		g.NUMA = g.Place.NUMANode
+	}
+	if g.NUMA < 0 {
+		g.NUMA = n.numaOfCPUs(g.CPUAffinity)
+	}
+	g.Cores = n.CoresOf(g.CPUAffinity)
+	if g.CPUAffinity.IsEmpty() {
+		g.Cores = cpuset.Range(0, len(n.Cores)-1)
+	}
+	g.NearNICs = n.nearNICs(g.Place)
+	return g, nil
+}
+
+// numaOfCPUs returns the NUMA node whose CPUs are exactly cpus, or -1.
+func (n *Node) numaOfCPUs(cpus cpuset.Set) int {
+	if cpus.IsEmpty() {
+		return -1
+	}
+	for _, nd := range n.NUMA {
+		if nd.CPUs.Equal(cpus) {
+			return nd.ID
+		}
+	}
+	if len(n.NUMA) == 1 && cpus.IsSubsetOf(n.NUMA[0].CPUs) {
+		return n.NUMA[0].ID
+	}
+	return -1
+}
+
+// CoresOf returns the Slurm core ids having at least one CPU in cpus.
+func (n *Node) CoresOf(cpus cpuset.Set) cpuset.Set {
+	var ids []int
+	for _, c := range n.Cores {
+		if !c.CPUs.Intersection(cpus).IsEmpty() {
+			ids = append(ids, c.ID)
+		}
+	}
+	return cpuset.New(ids...)
+}
+
+// CPUsOfCores returns the OS CPUs of the given Slurm core ids.
+func (n *Node) CPUsOfCores(cores cpuset.Set) cpuset.Set {
+	out := cpuset.New()
+	for _, c := range n.Cores {
+		if cores.Contains(c.ID) {
+			out = out.Union(c.CPUs)
+		}
+	}
+	return out
+}
+
+// ThreadsPerCore is the largest number of hardware threads of a core.
+func (n *Node) ThreadsPerCore() int {
+	t := 1
+	for _, c := range n.Cores {
+		if s := c.CPUs.Size(); s > t {
+			t = s
+		}
+	}
+	return t
+}
+
+// CPUNUMANodes returns the NUMA nodes that have CPUs.
+func (n *Node) CPUNUMANodes() []NUMANode {
+	var out []NUMANode
+	for _, nd := range n.NUMA {
+		if !nd.CPUs.IsEmpty() {
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+func (n *Node) nearNICs(p PCIPlace) []NearNIC {
+	rank := map[PCIPath]int{PathSwitch: 0, PathHostBridge: 1, PathNUMA: 2, PathSystem: 3}
+	best := 3
+	var out []NearNIC
+	for _, nic := range n.NICs {
+		if nic.Kind == "ethernet" && len(n.NICs) > 1 {
+			// Plain Ethernet NICs are management networks; list them
+			// only when nothing else exists.
+			continue
+		}
+		path := pciPath(p, nic.PCIPlace)
+		if rank[path] < best {
+			best, out = rank[path], nil
+		}
+		if rank[path] == best {
+			out = append(out, NearNIC{Name: nic.Name, Path: path})
+		}
+	}
+	if best == 3 {
+		return nil
+	}
+	return out
+}
+
+// readHostname reads /proc/sys/kernel/hostname under the root (short name, as
+// Slurm's NodeName), falling back to os.Hostname on the real root.
+func readHostname(r host.Root) string {
+	h, err := r.ReadString("/proc/sys/kernel/hostname")
+	if err != nil || h == "" {
+		if !r.IsHost() {
+			return "node"
+		}
+		if h, err = os.Hostname(); err != nil {
+			return "node"
+		}
+	}
+	short, _, _ := strings.Cut(h, ".")
+	return short
+}
+
+func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }
