@@ -1,0 +1,288 @@
+package slurm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// gresKeys are the keys a Name= or NodeName= line may hold after its first
+// key (gres.c's _gres_options), by lower-case name. Files, Link and CPUs are
+// Slurm's aliases of File, Links and Cores.
+var gresKeys = map[string]string{
+	"autodetect":    "AutoDetect",
+	"count":         "Count",
+	"cpus":          "CPUs",
+	"cores":         "Cores",
+	"file":          "File",
+	"files":         "Files",
+	"flags":         "Flags",
+	"link":          "Link",
+	"links":         "Links",
+	"multiplefiles": "MultipleFiles",
+	"name":          "Name",
+	"type":          "Type",
+}
+
+// ParseGresConf parses gres.conf text. name is used in messages as given
+// ("gres.conf:12: ..."). It returns the first error; things Slurm accepts
+// but that look wrong are in the result's Warnings.
+//
+// The rules are Slurm 22.05's: keys are case-insensitive; each line starts
+// with NodeName=, Name= or AutoDetect= (a global AutoDetect= stands alone on
+// its line); values are case-sensitive. See the value parsers in
+// gresconf_values.go for what each key accepts.
+func ParseGresConf(name string, data []byte) (*GresConf, error) {
+	g := &GresConf{File: name}
+	lines, warn, perr := logicalLines(data)
+	if perr != nil {
+		perr.File = name
+		return nil, *perr
+	}
+	for _, w := range warn {
+		w.File = name
+		g.Warnings = append(g.Warnings, w)
+	}
+	p := &gresParser{g: g}
+	for _, l := range lines {
+		p.no = l.no
+		if err := p.line(l.text); err != "" {
+			return nil, ParseError{File: name, Line: l.no, Msg: err}
+		}
+	}
+	return g, nil
+}
+
+type gresParser struct {
+	g  *GresConf
+	no int
+}
+
+func (p *gresParser) warn(format string, args ...any) {
+	p.g.Warnings = append(p.g.Warnings, ParseError{File: p.g.File, Line: p.no, Msg: fmt.Sprintf(format, args...)})
+}
+
+// line parses one logical line; it returns an error message or "".
+func (p *gresParser) line(text string) string {
+	if isInclude(text) {
+		return "Include is not supported: put the included lines in this file"
+	}
+	kvs, bad := splitKeyValues(text)
+	if bad != "" {
+		return bad
+	}
+	if len(kvs) == 0 {
+		return ""
+	}
+	for _, kv := range kvs {
+		if kv.op != 0 {
+			p.warn("%s%c= is read as %s= (an operator means nothing in gres.conf)", kv.key, kv.op, kv.key)
+		}
+	}
+	first := kvs[0]
+	switch strings.ToLower(first.key) {
+	case "autodetect":
+		if len(kvs) > 1 {
+			return fmt.Sprintf("a line that starts with AutoDetect= sets it for all nodes and may hold nothing else (found %s=); to combine, start the line with NodeName=", kvs[1].key)
+		}
+		v, err := parseAutoDetect(first.value)
+		if err != "" {
+			return err
+		}
+		if p.g.AutoDetect != "" && p.g.AutoDetect != v {
+			p.warn("global AutoDetect=%s replaces AutoDetect=%s given earlier (Slurm keeps the last)", v, p.g.AutoDetect)
+		}
+		p.g.AutoDetect = v
+		return ""
+	case "name", "nodename":
+		l, err := p.gresLine(kvs)
+		if err != "" {
+			return err
+		}
+		p.g.Lines = append(p.g.Lines, l)
+		return ""
+	default:
+		if _, ok := gresKeys[strings.ToLower(first.key)]; ok {
+			return fmt.Sprintf("a line must start with NodeName=, Name= or AutoDetect= (found %s=)", first.key)
+		}
+		return fmt.Sprintf("unknown key %s=", first.key)
+	}
+}
+
+// isInclude matches parse_config.c's include directive: "include" in any
+// case, then white space, at the start of the line.
+func isInclude(text string) bool {
+	return len(text) > 7 && strings.EqualFold(text[:7], "include") && isSpace(text[7])
+}
+
+// gresLine builds a GresLine from a line whose first key is Name= or
+// NodeName=, checking values in the order gres.c's _parse_gres_config does.
+func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
+	l := GresLine{LineNo: p.no}
+	vals := map[string]string{} // canonical key -> value
+	first := strings.ToLower(kvs[0].key)
+	if first == "nodename" {
+		h, err := ParseHostlist(kvs[0].value)
+		if err != nil {
+			return l, fmt.Sprintf("NodeName= value %s: %v", quote(kvs[0].value), err)
+		}
+		if h.Len() == 0 {
+			return l, "NodeName= value is empty"
+		}
+		l.NodeName = kvs[0].value
+	} else {
+		vals["Name"] = kvs[0].value
+		if strings.Contains(kvs[0].value, "=") {
+			p.warn("Name= value %s holds '=': is a space missing before a continuation backslash?", quote(kvs[0].value))
+		}
+	}
+	for _, kv := range kvs[1:] {
+		lk := strings.ToLower(kv.key)
+		canon, ok := gresKeys[lk]
+		if !ok {
+			if lk == "nodename" {
+				return l, "NodeName= must be the first key on its line"
+			}
+			return l, fmt.Sprintf("unknown key %s=", kv.key)
+		}
+		if strings.Contains(kv.value, "=") {
+			p.warn("%s= value %s holds '=': is a space missing before a continuation backslash?", canon, quote(kv.value))
+		}
+		if old, dup := vals[canon]; dup {
+			if canon == "Name" && first == "name" {
+				p.warn("Name= given twice; Slurm uses the first (%s)", old)
+				continue
+			}
+			p.warn("%s= given twice; Slurm uses the last", canon)
+		}
+		vals[canon] = kv.value
+	}
+	pick := func(main, alias string) (string, string, bool) {
+		if v, ok := vals[main]; ok {
+			if _, both := vals[alias]; both {
+				p.warn("both %s= and %s= given; Slurm uses %s=", main, alias, main)
+			}
+			return main, v, true
+		}
+		v, ok := vals[alias]
+		return alias, v, ok
+	}
+
+	if v, ok := vals["AutoDetect"]; ok {
+		ad, err := parseAutoDetect(v)
+		if err != "" {
+			return l, err
+		}
+		if l.NodeName == "" {
+			p.warn("AutoDetect= on a line without NodeName= is ignored by Slurm; put it on a line of its own")
+		} else {
+			l.AutoDetect = ad
+		}
+	}
+
+	name, hasName := vals["Name"]
+	if !hasName {
+		if l.AutoDetect == "" {
+			return l, "NodeName= line has neither Name= nor AutoDetect="
+		}
+		if len(vals) > 1 {
+			p.warn("keys on a NodeName= line without Name= are ignored by Slurm")
+		}
+		return l, ""
+	}
+	if name == "" {
+		return l, "Name= is empty"
+	}
+	l.Name = name
+	l.Type = vals["Type"]
+
+	if key, v, ok := pick("Cores", "CPUs"); ok {
+		if key == "CPUs" {
+			p.warn("CPUs= is the old name of Cores=; it means Slurm's abstract core ids, not OS CPU ids")
+		}
+		set, err := parseCores(v)
+		if err != nil {
+			return l, fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+		}
+		l.Cores, l.HasCores = set, true
+	}
+
+	if key, v, ok := pick("File", "Files"); ok {
+		files, err := parseFiles(v)
+		if err != nil {
+			return l, fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+		}
+		l.Files = files
+	}
+	if v, ok := vals["MultipleFiles"]; ok {
+		if l.Files != nil {
+			return l, "File= and MultipleFiles= are mutually exclusive"
+		}
+		files, err := parseFiles(v)
+		if err != nil {
+			return l, fmt.Sprintf("MultipleFiles= value %s: %v", quote(v), err)
+		}
+		if len(files) < 2 {
+			return l, fmt.Sprintf("MultipleFiles= value %s names one file; use File=", quote(v))
+		}
+		l.MultipleFiles = files
+	}
+
+	if v, ok := vals["Flags"]; ok {
+		flags, warns, err := parseFlags(v)
+		if err != "" {
+			return l, fmt.Sprintf("Flags= value %s: %s", quote(v), err)
+		}
+		for _, w := range warns {
+			p.warn("Flags= value %s: %s", quote(v), w)
+		}
+		l.Flags = flags
+	}
+
+	if key, v, ok := pick("Links", "Link"); ok {
+		links, err := parseLinks(v)
+		if err != "" {
+			return l, fmt.Sprintf("%s= value %s: %s", key, quote(v), err)
+		}
+		l.Links = links
+	}
+
+	shared := IsShared(name)
+	switch {
+	case l.MultipleFiles != nil:
+		l.Count = 1
+	case l.Files != nil:
+		l.Count = uint64(len(l.Files))
+	default:
+		l.Count = 1
+	}
+	if v, ok := vals["Count"]; ok {
+		n, err := parseCount(v)
+		if err != "" {
+			return l, fmt.Sprintf("Count= value %s: %s", quote(v), err)
+		}
+		if (l.Files != nil || l.MultipleFiles != nil) && n != l.Count && !shared {
+			if l.MultipleFiles != nil {
+				return l, fmt.Sprintf("Count=%d on a MultipleFiles= line, which is one device", n)
+			}
+			return l, fmt.Sprintf("Count=%d does not match the %d files of File=", n, len(l.Files))
+		}
+		if shared && len(l.Files) > 1 && n%uint64(len(l.Files)) != 0 {
+			p.warn("Count=%d is not a multiple of the %d files; each file gets %d", n, len(l.Files), n/uint64(len(l.Files)))
+		}
+		l.Count, l.HasCount = n, true
+	}
+
+	if l.Links != nil {
+		devices := uint64(1)
+		switch {
+		case l.Files != nil:
+			devices = uint64(len(l.Files))
+		case l.MultipleFiles == nil && !shared:
+			devices = l.Count
+		}
+		if devices > 1 {
+			return l, fmt.Sprintf("Links= on a line with %d devices; Links= describes one device, so give each its own line", devices)
+		}
+	}
+	return l, ""
+}
