@@ -1,0 +1,65 @@
+# gpuprep: make build | test | demo | bench | install | lint
+SHELL := /bin/bash
+GO ?= go
+export CGO_CFLAGS := -Wno-deprecated-declarations
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X gpuprep/lib/cli.Version=$(VERSION)
+BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
+
+.PHONY: all build test unit e2e deps demo bench install lint fuzz fixtures clean
+
+all: build
+
+build: $(BINS)
+
+bin/gpuprep-prolog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
+bin/gpuprep-epilog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
+bin/srunwrap: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
+bin/gpuprep-gres: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
+FORCE:
+
+# deps installs what the tests need on a fresh Debian 12 machine (as root):
+# Slurm (slurm-wlm), munge and hwloc. It changes nothing when they are there.
+deps:
+	bash test/install-deps.sh
+
+# test runs every test: unit tests on fixture roots and the mock GPUs, the
+# hwloc cross-checks, and the end-to-end tests against a real Slurm.
+test: deps lint build
+	$(GO) test -count=1 -timeout 30m ./...
+
+unit: build
+	$(GO) test -count=1 -short ./lib/... ./internal/... ./gres/...
+
+e2e: deps build
+	$(GO) test -count=1 -v ./test/...
+
+# demo runs gpuprep on the simulated DGX H100 node (fixture root + go-nvml mock).
+demo: build
+	bash examples/demo.sh
+
+bench: build
+	bash test/bench.sh
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/cpuset
+	$(GO) test -run='^$$' -fuzz=FuzzParseGresConf -fuzztime=30s ./lib/slurm
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/config
+
+fixtures:
+	$(GO) run ./internal/fixturegen/cmd/mkfixtures -out test/roots
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	$(GO) vet ./...
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/gpuprep
+	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 bin/srunwrap $(DESTDIR)$(PREFIX)/bin/
+	test -e $(DESTDIR)/etc/gpuprep/gpuprep.toml || install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml
+
+clean:
+	rm -rf bin

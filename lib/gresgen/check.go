@@ -1,0 +1,128 @@
+package gresgen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gpuprep/lib/slurm"
+	"gpuprep/lib/topo"
+)
+
+// Difference is one way an existing gres.conf disagrees with the hardware.
+type Difference struct {
+	Line int    `json:"line,omitempty"` // gres.conf line, 0 when the record is missing
+	Msg  string `json:"msg"`
+}
+
+func (d Difference) String() string {
+	if d.Line > 0 {
+		return fmt.Sprintf("line %d: %s", d.Line, d.Msg)
+	}
+	return d.Msg
+}
+
+// Check compares the GPU records gres.conf gives this node with the generated
+// ones, matching records by device file, and says each difference in plain
+// words. Non-GPU records (other Name=) are ignored.
+func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []Difference {
+	name := opt.Name
+	if name == "" {
+		name = "gpu"
+	}
+	host := want.Node.NodeName
+	var diffs []Difference
+	if ad, err := conf.AutoDetectFor(host); err == nil && ad != "" && ad != "off" {
+		diffs = append(diffs, Difference{Msg: fmt.Sprintf("AutoDetect=%s: slurmd will also detect GPUs itself and may override these lines; use AutoDetect=off with a generated file", ad)})
+	}
+	have := map[string]slurm.GresDevice{}
+	for _, d := range conf.ForNode(host) {
+		if !strings.EqualFold(d.Name, name) {
+			continue
+		}
+		key := strings.Join(d.DeviceFiles(), ",")
+		if old, dup := have[key]; dup {
+			diffs = append(diffs, Difference{Line: d.Line, Msg: fmt.Sprintf("%s is listed again (first on line %d)", key, old.Line)})
+			continue
+		}
+		have[key] = d
+	}
+	seen := map[string]bool{}
+	for _, w := range want.Devices {
+		key := w.Key()
+		seen[key] = true
+		what := describe(w)
+		h, ok := have[key]
+		if !ok {
+			diffs = append(diffs, Difference{Msg: fmt.Sprintf("%s is missing: want %s", what, formatLine(w))})
+			continue
+		}
+		if h.Type != w.Type {
+			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: Type=%s, but the hardware gives Type=%s (map names in [gres] type_names)", what, orNone(h.Type), w.Type)})
+		}
+		switch {
+		case !h.HasCores:
+			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: no Cores=; the GPU is local to cores %s (OS CPUs %s)", what, w.Cores, node.CPUsOfCores(w.Cores))})
+		case !h.Cores.Equal(w.Cores):
+			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: Cores=%s, but the GPU is local to cores %s (OS CPUs %s)%s", what, h.Cores, w.Cores, node.CPUsOfCores(w.Cores), osIDHint(node, h))})
+		}
+		if w.Links != nil && !slices.Equal(h.Links, w.Links) {
+			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: Links=%s, but NVLink counts are %s", what, orNone(joinInts(h.Links)), joinInts(w.Links))})
+		}
+	}
+	var extra []slurm.GresDevice
+	for key, h := range have {
+		if !seen[key] {
+			extra = append(extra, h)
+		}
+	}
+	slices.SortFunc(extra, func(a, b slurm.GresDevice) int { return a.Line - b.Line })
+	for _, h := range extra {
+		diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s is not a GPU device of this node", strings.Join(h.DeviceFiles(), ","))})
+	}
+	return diffs
+}
+
+func describe(d Device) string {
+	if d.MIG != "" {
+		return fmt.Sprintf("MIG device %s of GPU %d (%s)", d.MIG, d.GPUIndex, d.BusID)
+	}
+	return fmt.Sprintf("GPU %d (%s, %s)", d.GPUIndex, d.BusID, d.File)
+}
+
+// osIDHint explains the classic mistake of writing OS CPU ids in Cores=.
+func osIDHint(node *topo.Node, h slurm.GresDevice) string {
+	if h.Cores.Max() >= len(node.Cores) {
+		return "; Cores= names ids beyond the node's " + fmt.Sprint(len(node.Cores)) + " cores: these look like OS CPU ids, but Cores= takes Slurm core ids"
+	}
+	return ""
+}
+
+func formatLine(d Device) string {
+	s := fmt.Sprintf("Name=%s Type=%s", d.Name, d.Type)
+	if d.File != "" {
+		s += " File=" + d.File
+	} else {
+		s += " MultipleFiles=" + strings.Join(d.MultipleFiles, ",")
+	}
+	s += " Cores=" + d.Cores.String()
+	if d.Links != nil {
+		s += " Links=" + joinInts(d.Links)
+	}
+	return s
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
