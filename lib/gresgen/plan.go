@@ -84,7 +84,7 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 // type if any, else the parent's (short) type and the profile.
 func migType(product, profile string, names map[string]string) string {
 	full := MIGType(SlurmType(product), profile)
-	if short, ok := names[full]; ok {
+	if short, ok := lookupFold(names, full); ok {
 		return short
 	}
 	return MIGType(TypeFor(product, names), profile)

@@ -16,15 +16,28 @@ func MIGType(parentType, profile string) string {
 	return parentType + "_" + profile
 }
 
-// TypeFor applies the site's short names: a TypeNames entry for the Slurm type
-// or for the product name wins; otherwise the Slurm type stays.
+// TypeFor applies the site's short names: a TypeNames entry (matched ignoring
+// case) for the Slurm type or for the product name wins; otherwise the Slurm
+// type stays.
 func TypeFor(productName string, names map[string]string) string {
 	st := SlurmType(productName)
-	if short, ok := names[st]; ok {
+	if short, ok := lookupFold(names, st); ok {
 		return short
 	}
-	if short, ok := names[productName]; ok {
+	if short, ok := lookupFold(names, strings.TrimSpace(productName)); ok {
 		return short
 	}
 	return st
+}
+
+func lookupFold(names map[string]string, key string) (string, bool) {
+	if v, ok := names[key]; ok {
+		return v, true
+	}
+	for k, v := range names {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -1,0 +1,213 @@
+// Package config reads gpuprep's configuration, /etc/gpuprep/gpuprep.toml:
+// general settings, per-job profile selection, gres.conf naming, the values
+// to restore when no baseline was recorded, named tuning profiles with
+// inheritance, and the expected MIG layout.
+//
+// A file is laid over the built-in configuration (defaults.toml, embedded):
+// every key it leaves out keeps its built-in value, maps (gres.type_names,
+// mig.layout) and [defaults] merge entry by entry, and a profile the file
+// defines replaces the built-in profile of the same name as a whole. Unknown
+// keys, wrong types and out-of-range values are errors naming the file, line
+// and key. examples/gpuprep.toml documents every key.
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultPath is where the programs look for the configuration when no
+// --config is given. Load falls back to the built-in defaults only for this
+// path.
+const DefaultPath = "/etc/gpuprep/gpuprep.toml"
+
+// Config is a whole configuration: the file laid over the built-in defaults.
+type Config struct {
+	General   GeneralSection         `toml:"general"`
+	Selection SelectionSection       `toml:"selection"`
+	Gres      GresSection            `toml:"gres"`
+	Defaults  Knobs                  `toml:"defaults"` // restored when no baseline was recorded
+	Profiles  map[string]ProfileSpec `toml:"profiles"` // as written; use Profile for the resolved one
+	MIG       MIGSection             `toml:"mig"`
+
+	// File is the file the configuration came from ("defaults.toml" for the
+	// built-in one).
+	File string `toml:"-"`
+}
+
+// GeneralSection is [general]: where state, logs and metrics go, and how long
+// a prolog or epilog may run.
+type GeneralSection struct {
+	StateDir    string        `toml:"state_dir"`    // spool: baseline, journal, drift records, locks
+	LogFile     string        `toml:"log_file"`     // appended to, besides syslog; "" for none
+	LogLevel    string        `toml:"log_level"`    // debug|info|warn|error
+	Deadline    time.Duration `toml:"deadline"`     // whole prolog/epilog run, a duration string
+	MetricsDir  string        `toml:"metrics_dir"`  // node_exporter textfile directory; "" for none
+	DrainReason bool          `toml:"drain_reason"` // also set the node's drain reason with scontrol
+	GPUBackend  string        `toml:"gpu_backend"`  // auto|nvml|procfs|none|mock:<name>
+}
+
+// SelectionSection is [selection]: how a job picks its profile.
+type SelectionSection struct {
+	DefaultProfile   string   `toml:"default_profile"`   // used when the job names none (or a bad one)
+	AllowedProfiles  []string `toml:"allowed_profiles"`  // names a job may pick; "*" = every profile
+	ConstraintPrefix string   `toml:"constraint_prefix"` // --constraint=<prefix><name>; "" disables
+	CommentKey       string   `toml:"comment_key"`       // --comment=<key>=<name>; "" disables
+}
+
+// GresSection is [gres]: how gpuprep-gres names GPUs in gres.conf.
+type GresSection struct {
+	Name         string            `toml:"name"`           // GRES name, "gpu"
+	TypeNames    map[string]string `toml:"type_names"`     // Slurm's autodetected type -> site name
+	NUMAAsSocket Tristate          `toml:"numa_as_socket"` // node line uses NUMA nodes as sockets
+}
+
+// MIGSection is [mig]: the MIG layout each GPU is expected to have.
+type MIGSection struct {
+	// Reconfigure lets the prolog change a GPU's MIG layout to the expected
+	// one (needs an idle GPU); false only checks.
+	Reconfigure bool `toml:"reconfigure"`
+	// Layout maps a GPU selector to its MIG devices (profile names such as
+	// "3g.40gb", one entry per device; [] = MIG disabled). A selector is a GPU
+	// index ("0"), a GPU type as gres.conf names it ("h100"), or "all"; the
+	// most specific one applies.
+	Layout map[string][]string `toml:"layout"`
+}
+
+// ProfileSpec is one [profiles.<name>] table as written in the file.
+type ProfileSpec struct {
+	Inherits string `toml:"inherits"` // parent profile; "" for none
+	Knobs
+	// Required lists knob names whose failure (unsupported or not applied)
+	// must fail the prolog and so drain the node. nil = inherit the parent's
+	// list; [] = none.
+	Required []string `toml:"required"`
+	// Invariants are values the epilog checks are still in force after the
+	// job, whoever set them; a mismatch is recorded as drift.
+	Invariants Knobs `toml:"invariants"`
+}
+
+// Knobs are the node settings a profile can set. Every field is optional: nil
+// means "leave alone".
+type Knobs struct {
+	CPUGovernor                 *string     `toml:"cpu_governor"`                  // cpufreq scaling_governor
+	EnergyPerformancePreference *string     `toml:"energy_performance_preference"` // cpufreq EPP
+	CStateMaxLatencyUS          *int        `toml:"cstate_max_latency_us"`         // disable idle states with a longer exit latency; -1 = leave alone
+	THPEnabled                  *string     `toml:"thp_enabled"`                   // transparent_hugepage/enabled
+	THPDefrag                   *string     `toml:"thp_defrag"`                    // transparent_hugepage/defrag
+	VMSwappiness                *int        `toml:"vm_swappiness"`                 // vm.swappiness
+	VMDirtyRatio                *int        `toml:"vm_dirty_ratio"`                // vm.dirty_ratio
+	VMDirtyBackgroundRatio      *int        `toml:"vm_dirty_background_ratio"`     // vm.dirty_background_ratio
+	VMZoneReclaimMode           *int        `toml:"vm_zone_reclaim_mode"`          // vm.zone_reclaim_mode
+	KernelNUMABalancing         *int        `toml:"kernel_numa_balancing"`         // kernel.numa_balancing
+	GPUPersistence              *bool       `toml:"gpu_persistence"`               // persistence mode
+	GPUComputeMode              *string     `toml:"gpu_compute_mode"`              // default|exclusive_process|prohibited
+	GPULockedClocksMHz          *ClockRange `toml:"gpu_locked_clocks_mhz"`         // [min, max]; [] = unlock
+	GPUAppClocksMHz             *AppClocks  `toml:"gpu_app_clocks_mhz"`            // {mem, sm}; {} = driver default
+	GPUPowerLimitW              *int        `toml:"gpu_power_limit_w"`             // watts; 0 = the GPU's default limit
+}
+
+// ClockRange is a locked GPU clock range in MHz. The zero value (written
+// "[]") means "unlocked": reset the locked clocks.
+type ClockRange struct {
+	Min, Max int
+}
+
+// Reset reports whether r asks for the clocks to be unlocked.
+func (r ClockRange) Reset() bool { return r.Min == 0 && r.Max == 0 }
+
+// UnmarshalTOML reads [min, max] (1 <= min <= max) or [].
+func (r *ClockRange) UnmarshalTOML(v any) error {
+	bad := fmt.Errorf("must be [min, max] in MHz (1..%d, min <= max), or [] to unlock", maxClockMHz)
+	list, ok := v.([]any)
+	if !ok || (len(list) != 0 && len(list) != 2) {
+		return bad
+	}
+	var mhz [2]int
+	for i, e := range list {
+		n, ok := e.(int64)
+		if !ok || n < 1 || n > maxClockMHz {
+			return bad
+		}
+		mhz[i] = int(n)
+	}
+	if mhz[0] > mhz[1] {
+		return bad
+	}
+	*r = ClockRange{Min: mhz[0], Max: mhz[1]}
+	return nil
+}
+
+// AppClocks are GPU application clocks in MHz. The zero value (written "{}")
+// means "reset to the driver's default application clocks".
+type AppClocks struct {
+	MemMHz int `toml:"mem"` // memory clock
+	SMMHz  int `toml:"sm"`  // graphics/SM clock
+}
+
+// Reset reports whether c asks for the default application clocks.
+func (c AppClocks) Reset() bool { return c.MemMHz == 0 && c.SMMHz == 0 }
+
+// Tristate is true, false or "auto".
+type Tristate string
+
+// Tristate values.
+const (
+	Auto  Tristate = "auto"
+	True  Tristate = "true"
+	False Tristate = "false"
+)
+
+// UnmarshalTOML accepts a TOML boolean or one of the strings "auto", "true",
+// "false".
+func (t *Tristate) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case bool:
+		*t = False
+		if v {
+			*t = True
+		}
+		return nil
+	case string:
+		switch s := Tristate(v); s {
+		case Auto, True, False:
+			*t = s
+			return nil
+		}
+	}
+	return fmt.Errorf(`must be true, false or "auto"`)
+}
+
+// TypeName returns the gres.conf Type for a GPU whose type Slurm's autodetect
+// would call autodetected: its type_names entry (keys match
+// case-insensitively), or autodetected itself.
+func (g GresSection) TypeName(autodetected string) string {
+	if v, ok := g.TypeNames[autodetected]; ok {
+		return v
+	}
+	for k, v := range g.TypeNames {
+		if strings.EqualFold(k, autodetected) {
+			return v
+		}
+	}
+	return autodetected
+}
+
+// LayoutFor returns the MIG devices expected on the GPU with the given index
+// and gres type (as TypeName gives it): the entry for its index, else for its
+// type (case-insensitively), else for "all". ok is false when no entry
+// applies: the GPU's MIG layout is not checked.
+func (m MIGSection) LayoutFor(index int, gpuType string) (layout []string, ok bool) {
+	if l, ok := m.Layout[strconv.Itoa(index)]; ok {
+		return l, true
+	}
+	for k, l := range m.Layout {
+		if gpuType != "" && strings.EqualFold(k, gpuType) {
+			return l, true
+		}
+	}
+	l, ok := m.Layout["all"]
+	return l, ok
+}

@@ -1,0 +1,251 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits on values.
+const (
+	maxClockMHz      = 10000
+	maxPowerW        = 5000
+	maxCStateUS      = 1000000
+	maxMIGIndex      = 63
+	minDeadline      = 100 * time.Millisecond
+	maxDeadline      = time.Hour
+	maxProfileName   = 64
+	profileNameRules = "letters, digits, _ and -, starting with a letter or digit, at most 64"
+)
+
+var (
+	// profileNameRE: a name users type in --comment and that must also be a
+	// valid Slurm node feature after constraint_prefix.
+	profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+	// wordRE: GRES names and types, constraint prefixes, comment keys.
+	wordRE         = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	gresNameRE     = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	migProfileRE   = regexp.MustCompile(`^[1-9]g\.[0-9]+gb([+-][a-z][a-z.]*)*$`)
+	backendMockRE  = regexp.MustCompile(`^mock:[a-z0-9_-]+$`)
+	logLevels      = []string{"debug", "info", "warn", "error"}
+	backends       = []string{"auto", "nvml", "procfs", "none"} // or mock:<name>
+	governors      = []string{"performance", "powersave", "schedutil", "ondemand", "conservative", "userspace"}
+	epps           = []string{"default", "performance", "balance_performance", "balance_power", "power"}
+	thpEnabled     = []string{"always", "madvise", "never"}
+	thpDefrag      = []string{"always", "defer", "defer+madvise", "madvise", "never"}
+	gpuComputeMode = []string{"default", "exclusive_process", "prohibited"}
+)
+
+// validate checks values, and references between sections, of a decoded
+// configuration.
+func validate(c *Config) problems {
+	var ps problems
+	checkGeneral(&c.General, &ps)
+	checkSelection(c, &ps)
+	checkGres(&c.Gres, &ps)
+	checkMIG(&c.MIG, &ps)
+	checkKnobs(c.Defaults, []string{"defaults"}, &ps)
+	for _, name := range c.ProfileNames() {
+		checkProfile(c, name, &ps)
+	}
+	return ps
+}
+
+func checkGeneral(g *GeneralSection, ps *problems) {
+	k := func(name string) []string { return []string{"general", name} }
+	checkPath(k("state_dir"), g.StateDir, false, ps)
+	checkPath(k("log_file"), g.LogFile, true, ps)
+	checkPath(k("metrics_dir"), g.MetricsDir, true, ps)
+	checkOneOf(k("log_level"), g.LogLevel, logLevels, ps)
+	if g.Deadline < minDeadline || g.Deadline > maxDeadline {
+		ps.add(k("deadline"), "%s = %q: must be %s..%s", formatKey(k("deadline")), g.Deadline, minDeadline, maxDeadline)
+	}
+	if !slices.Contains(backends, g.GPUBackend) && !backendMockRE.MatchString(g.GPUBackend) {
+		ps.add(k("gpu_backend"), "%s = %q: must be one of %s, mock:<name>%s", formatKey(k("gpu_backend")), g.GPUBackend, strings.Join(backends, ", "), didYouMean(g.GPUBackend, backends))
+	}
+}
+
+func checkSelection(c *Config, ps *problems) {
+	s := &c.Selection
+	k := func(name string) []string { return []string{"selection", name} }
+	if _, ok := c.Profiles[s.DefaultProfile]; !ok {
+		ps.add(k("default_profile"), "%s = %q: no such profile (defined: %s)", formatKey(k("default_profile")), s.DefaultProfile, strings.Join(c.ProfileNames(), ", "))
+	}
+	for _, n := range s.AllowedProfiles {
+		if _, ok := c.Profiles[n]; !ok && n != "*" {
+			ps.add(k("allowed_profiles"), "%s: %q: no such profile (defined: %s; \"*\" allows all)", formatKey(k("allowed_profiles")), n, strings.Join(c.ProfileNames(), ", "))
+		}
+	}
+	for _, name := range []string{"constraint_prefix", "comment_key"} {
+		v := s.ConstraintPrefix
+		if name == "comment_key" {
+			v = s.CommentKey
+		}
+		if v != "" && !wordRE.MatchString(v) {
+			ps.add(k(name), "%s = %q: may hold only letters, digits, _, . and -", formatKey(k(name)), v)
+		}
+	}
+}
+
+func checkGres(g *GresSection, ps *problems) {
+	if !gresNameRE.MatchString(g.Name) {
+		ps.add([]string{"gres", "name"}, "gres.name = %q: must be lower-case letters, digits and _ (Slurm's GresTypes name, usually \"gpu\")", g.Name)
+	}
+	seen := map[string]string{}
+	for _, from := range sortedKeys(g.TypeNames) {
+		key := []string{"gres", "type_names", from}
+		to := g.TypeNames[from]
+		if !wordRE.MatchString(from) {
+			ps.add(key, "%s: the type name may hold only letters, digits, _, . and -", formatKey(key))
+		}
+		if !wordRE.MatchString(to) {
+			ps.add(key, "%s = %q: a gres.conf Type may hold only letters, digits, _, . and -", formatKey(key), to)
+		}
+		if prev, dup := seen[strings.ToLower(from)]; dup {
+			ps.add(key, "%s: same type as %q (types match case-insensitively)", formatKey(key), prev)
+		}
+		seen[strings.ToLower(from)] = from
+	}
+}
+
+func checkMIG(m *MIGSection, ps *problems) {
+	for _, sel := range sortedKeys(m.Layout) {
+		key := []string{"mig", "layout", sel}
+		if n, err := strconv.Atoi(sel); err == nil {
+			if n < 0 || n > maxMIGIndex {
+				ps.add(key, "%s: a GPU index must be 0..%d", formatKey(key), maxMIGIndex)
+			}
+		} else if !wordRE.MatchString(sel) {
+			ps.add(key, "%s: the selector must be a GPU index, a GPU type or \"all\"", formatKey(key))
+		}
+		for _, dev := range m.Layout[sel] {
+			if !migProfileRE.MatchString(dev) {
+				ps.add(key, "%s: %q is not a MIG profile name such as \"3g.40gb\" or \"1g.10gb+me\"", formatKey(key), dev)
+			}
+		}
+	}
+}
+
+func checkProfile(c *Config, name string, ps *problems) {
+	spec := c.Profiles[name]
+	base := []string{"profiles", name}
+	at := func(k ...string) []string { return append(append([]string(nil), base...), k...) }
+	if len(name) > maxProfileName || !profileNameRE.MatchString(name) {
+		ps.add(base, "profile name %s: must be %s", formatKey([]string{name}), profileNameRules)
+	}
+	checkKnobs(spec.Knobs, base, ps)
+	checkKnobs(spec.Invariants, at("invariants"), ps)
+	for _, r := range spec.Required {
+		if !IsKnob(r) {
+			ps.add(at("required"), "%s: %q is not a knob%s", formatKey(at("required")), r, didYouMean(r, KnobNames()))
+		}
+	}
+	p, err := c.Profile(name)
+	var cyc *cycleError
+	var par *parentError
+	switch {
+	case errors.As(err, &cyc):
+		ps.add(at("inherits"), "%s = %q: %s", formatKey(at("inherits")), spec.Inherits, cyc)
+		return
+	case errors.As(err, &par):
+		// Reported once, at the profile that names the missing parent.
+		if par.child == name {
+			ps.add(at("inherits"), "%s = %q: no such profile (defined: %s)", formatKey(at("inherits")), par.parent, strings.Join(c.ProfileNames(), ", "))
+		}
+		return
+	case err != nil:
+		ps.add(base, "%s: %v", formatKey(base), err)
+		return
+	}
+	for _, r := range p.Required {
+		if IsKnob(r) && !p.IsSet(r) {
+			ps.add(at("required"), "%s: %q is required but profile %q does not set it", formatKey(at("required")), r, name)
+		}
+	}
+	if d, b := p.VMDirtyRatio, p.VMDirtyBackgroundRatio; d != nil && b != nil && *d > 0 && *b >= *d {
+		ps.add(at("vm_dirty_background_ratio"), "%s = %d: must be below vm_dirty_ratio (%d)", formatKey(at("vm_dirty_background_ratio")), *b, *d)
+	}
+}
+
+// checkKnobs checks each knob value k sets; path is the table holding them.
+func checkKnobs(k Knobs, path []string, ps *problems) {
+	at := func(name string) []string { return append(append([]string(nil), path...), name) }
+	str := func(name string, v *string, allowed []string) {
+		if v != nil {
+			checkOneOf(at(name), *v, allowed, ps)
+		}
+	}
+	num := func(name string, v *int, lo, hi int) {
+		if v != nil && (*v < lo || *v > hi) {
+			ps.add(at(name), "%s = %d: must be %d..%d", formatKey(at(name)), *v, lo, hi)
+		}
+	}
+	str("cpu_governor", k.CPUGovernor, governors)
+	if v := k.EnergyPerformancePreference; v != nil {
+		n, err := strconv.Atoi(*v)
+		if (err != nil || n < 0 || n > 255) && !slices.Contains(epps, *v) {
+			key := at("energy_performance_preference")
+			ps.add(key, "%s = %q: must be one of %s, or a raw value \"0\"..\"255\"%s", formatKey(key), *v, strings.Join(epps, ", "), didYouMean(*v, epps))
+		}
+	}
+	if v := k.CStateMaxLatencyUS; v != nil && *v != -1 {
+		num("cstate_max_latency_us", v, 0, maxCStateUS)
+	}
+	str("thp_enabled", k.THPEnabled, thpEnabled)
+	str("thp_defrag", k.THPDefrag, thpDefrag)
+	num("vm_swappiness", k.VMSwappiness, 0, 200)
+	num("vm_dirty_ratio", k.VMDirtyRatio, 0, 100)
+	num("vm_dirty_background_ratio", k.VMDirtyBackgroundRatio, 0, 100)
+	num("vm_zone_reclaim_mode", k.VMZoneReclaimMode, 0, 7)
+	num("kernel_numa_balancing", k.KernelNUMABalancing, 0, 3)
+	str("gpu_compute_mode", k.GPUComputeMode, gpuComputeMode)
+	if c := k.GPUAppClocksMHz; c != nil && !c.Reset() {
+		name := at("gpu_app_clocks_mhz")
+		if c.MemMHz < 1 || c.MemMHz > maxClockMHz || c.SMMHz < 1 || c.SMMHz > maxClockMHz {
+			ps.add(name, "%s = {mem = %d, sm = %d}: both must be 1..%d MHz ({} resets them)", formatKey(name), c.MemMHz, c.SMMHz, maxClockMHz)
+		}
+	}
+	num("gpu_power_limit_w", k.GPUPowerLimitW, 0, maxPowerW)
+}
+
+func checkOneOf(key []string, v string, allowed []string, ps *problems) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	ps.add(key, "%s = %q: must be one of %s%s", formatKey(key), v, strings.Join(allowed, ", "), didYouMean(v, allowed))
+}
+
+func checkPath(key []string, v string, emptyOK bool, ps *problems) {
+	switch {
+	case v == "" && emptyOK:
+	case !filepath.IsAbs(v) || strings.ContainsRune(v, 0):
+		ps.add(key, "%s = %q: must be an absolute path%s", formatKey(key), v, map[bool]string{true: ` or ""`}[emptyOK])
+	case filepath.Clean(v) == "/":
+		ps.add(key, "%s = %q: must not be /", formatKey(key), v)
+	}
+}
+
+// didYouMean returns ` (did you mean "x"?)` when one of candidates is close
+// to s.
+func didYouMean(s string, candidates []string) string {
+	if c := closest(s, candidates); c != "" {
+		return ` (did you mean "` + c + `"?)`
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
