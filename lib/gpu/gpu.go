@@ -20,7 +20,7 @@ var ErrReadOnly = errors.New("backend is read-only")
 
 // Device is what gpuprep knows of one GPU at inventory time.
 type Device struct {
-	Index int    `json:"index"` // NVML index; Devices() sorts by BusID, so Index follows PCI bus order
+	Index int    `json:"index"` // NVML index (procfs: position in bus order); Devices() sorts by BusID, so Index follows PCI bus order
 	Minor int    `json:"minor"` // /dev/nvidia<Minor>; not always equal to Index
 	UUID  string `json:"uuid"`  // "GPU-8c2e..."
 	BusID string `json:"bus_id"`
@@ -31,11 +31,13 @@ type Device struct {
 	// NUMANode is the GPU's PCI numa_node (-1 when the platform does not
 	// say, as in most VMs).
 	NUMANode int `json:"numa_node"`
-	// CPUAffinity is the set of CPUs local to the GPU (NVML's CPU affinity or
-	// the PCI device's local_cpulist). Empty when unknown.
+	// CPUAffinity is the set of CPUs local to the GPU: the PCI device's
+	// local_cpulist (what NVML's CPU affinity is made of), else NVML's
+	// nvmlDeviceGetCpuAffinity. Empty when unknown.
 	CPUAffinity cpuset.Set `json:"cpu_affinity"`
 	// MemoryNUMANodes lists CPU-less NUMA nodes holding this GPU's memory
-	// (Grace Hopper); empty elsewhere.
+	// (Grace Hopper): the node of the driver's
+	// /proc/driver/nvidia/gpus/<bus>/numa_status. Empty elsewhere.
 	MemoryNUMANodes []int `json:"memory_numa_nodes,omitempty"`
 
 	// NVLinks[j] is the number of active NVLinks between this GPU and the
@@ -48,6 +50,10 @@ type Device struct {
 }
 
 // MIGState is a GPU's MIG mode and instances.
+//
+// procfs cannot read the mode: Capable is "the driver made
+// /proc/driver/nvidia/capabilities/gpu<minor>/mig", Current and Pending are
+// "GPU instances exist", so a GPU in MIG mode without instances reads as off.
 type MIGState struct {
 	Capable bool `json:"capable"`
 	Current bool `json:"current"` // MIG mode in force now
@@ -63,8 +69,8 @@ type MIGDevice struct {
 	GI         int    `json:"gi"`
 	CI         int    `json:"ci"`
 	UUID       string `json:"uuid,omitempty"`
-	GICapMinor int    `json:"gi_cap_minor"` // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<GI>/access
-	CICapMinor int    `json:"ci_cap_minor"` // ... for gpu<minor>/gi<GI>/ci<CI>/access
+	GICapMinor int    `json:"gi_cap_minor"` // /dev/nvidia-caps/nvidia-cap<N> for gpu<minor>/gi<GI>/access; -1 unknown
+	CICapMinor int    `json:"ci_cap_minor"` // ... for gpu<minor>/gi<GI>/ci<CI>/access; -1 unknown
 }
 
 // ComputeMode is NVML's compute mode.
@@ -120,7 +126,8 @@ type Backend interface {
 	SetApplicationClocks(index int, memMHz, smMHz uint32) error
 	ResetApplicationClocks(index int) error
 	// SetLockedClocks locks the SM clock to a range; ResetLockedClocks
-	// unlocks it.
+	// unlocks it. NVML has no getter for locked clocks, so Settings does
+	// not show them: restore by resetting.
 	SetLockedClocks(index int, minMHz, maxMHz uint32) error
 	ResetLockedClocks(index int) error
 	SetPowerLimit(index int, milliwatts uint32) error
