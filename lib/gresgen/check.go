@@ -48,28 +48,34 @@ func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []D
 		have[key] = d
 	}
 	seen := map[string]bool{}
+	var found []finding
 	for _, w := range want.Devices {
 		key := w.Key()
 		seen[key] = true
-		what := describe(w)
 		h, ok := have[key]
 		if !ok {
-			diffs = append(diffs, Difference{Msg: fmt.Sprintf("%s is missing: want %s", what, formatLine(w))})
+			diffs = append(diffs, Difference{Msg: fmt.Sprintf("%s is missing: want %s", describe(w), formatLine(w))})
 			continue
 		}
+		add := func(problem string) { found = append(found, finding{w, h.Line, problem}) }
 		if h.Type != w.Type {
-			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: Type=%s, but the hardware gives Type=%s (map names in [gres] type_names)", what, orNone(h.Type), w.Type)})
+			add(fmt.Sprintf("Type=%s, but the hardware gives Type=%s (map names in [gres] type_names)", orNone(h.Type), w.Type))
 		}
 		switch {
 		case !h.HasCores:
-			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: no Cores=; the GPU is local to cores %s (OS CPUs %s)", what, w.Cores, node.CPUsOfCores(w.Cores))})
+			add(fmt.Sprintf("no Cores=; the GPU is local to cores %s (OS CPUs %s)", w.Cores, node.CPUsOfCores(w.Cores)))
 		case !h.Cores.Equal(w.Cores):
-			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: Cores=%s, but the GPU is local to cores %s (OS CPUs %s)%s", what, h.Cores, w.Cores, node.CPUsOfCores(w.Cores), osIDHint(node, h))})
+			add(fmt.Sprintf("Cores=%s, but the GPU is local to cores %s (OS CPUs %s)%s", h.Cores, w.Cores, node.CPUsOfCores(w.Cores), osIDHint(node, h)))
 		}
 		if w.Links != nil && !slices.Equal(h.Links, w.Links) {
-			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s: Links=%s, but NVLink counts are %s", what, orNone(joinInts(h.Links)), joinInts(w.Links))})
+			if h.Links == nil {
+				add("no Links=; NVLink counts are known (see the generated file)")
+			} else {
+				add(fmt.Sprintf("Links=%s, but NVLink counts are %s", joinInts(h.Links), joinInts(w.Links)))
+			}
 		}
 	}
+	diffs = append(diffs, group(found)...)
 	var extra []slurm.GresDevice
 	for key, h := range have {
 		if !seen[key] {
@@ -81,6 +87,55 @@ func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []D
 		diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s is not a GPU device of this node", strings.Join(h.DeviceFiles(), ","))})
 	}
 	return diffs
+}
+
+// finding is one problem of one record, before records with the same
+// problem are reported together.
+type finding struct {
+	dev     Device
+	line    int
+	problem string
+}
+
+// group reports records that share a problem on one line ("GPUs 0, 1, 2
+// (lines 9, 10): ..."), in the order problems were first found.
+func group(found []finding) []Difference {
+	var order []string
+	by := map[string][]finding{}
+	for _, f := range found {
+		if _, ok := by[f.problem]; !ok {
+			order = append(order, f.problem)
+		}
+		by[f.problem] = append(by[f.problem], f)
+	}
+	var out []Difference
+	for _, p := range order {
+		fs := by[p]
+		if len(fs) == 1 {
+			out = append(out, Difference{Line: fs[0].line, Msg: describe(fs[0].dev) + ": " + p})
+			continue
+		}
+		var who, lines []string
+		for _, f := range fs {
+			who = append(who, shortName(f.dev))
+			if l := fmt.Sprint(f.line); !slices.Contains(lines, l) {
+				lines = append(lines, l)
+			}
+		}
+		where := "line " + lines[0]
+		if len(lines) > 1 {
+			where = "lines " + strings.Join(lines, ", ")
+		}
+		out = append(out, Difference{Msg: fmt.Sprintf("%s: GPUs %s: %s", where, strings.Join(who, ", "), p)})
+	}
+	return out
+}
+
+func shortName(d Device) string {
+	if d.MIG != "" {
+		return fmt.Sprintf("%d %s", d.GPUIndex, d.MIG)
+	}
+	return fmt.Sprintf("%d (%s)", d.GPUIndex, d.File)
 }
 
 func describe(d Device) string {

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make bench: whole-process timings of gpuprep-gres on the simulated 8-GPU
+# node, with hyperfine (Debian package hyperfine) and GNU time for peak RSS.
+# Results go to stdout; docs/BENCHMARKS.md records them with the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v hyperfine >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q hyperfine time >/dev/null
+  else
+    echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 1
+  fi
+fi
+[ -x /usr/bin/time ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null
+root=$(mktemp -d /tmp/gpuprep-bench.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+tar xzf test/roots/dgxh100.tar.gz -C "$root"
+g="bin/gpuprep-gres --root $root"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+hyperfine -N -i --warmup 5 --runs ${RUNS:-100} --export-markdown "$root/gres.md" \
+  -n 'gres, procfs backend' "$g --gpu-backend procfs" \
+  -n 'gres, mock:dgxh100' "$g --gpu-backend mock:dgxh100" \
+  -n 'gres --format table, mock:dgxh100' "$g --gpu-backend mock:dgxh100 --format table" \
+  -n 'gres --check (mismatch), mock:dgxh100' "$g --gpu-backend mock:dgxh100 --check examples/gres.conf.mistakes" \
+  -n '/bin/true (process floor)' "/bin/true"
+cat "$root/gres.md"
+for b in procfs mock:dgxh100; do
+  /usr/bin/time -f "peak RSS, gres --gpu-backend $b: %M KiB" $g --gpu-backend $b >/dev/null
+done

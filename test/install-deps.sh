@@ -1,0 +1,54 @@
+#!/bin/sh
+# Installs what the end-to-end tests need on Debian: Slurm (slurmctld, slurmd
+# and the clients, package slurm-wlm), munge, and hwloc (lstopo-no-graphics,
+# the oracle for the node model). Idempotent: does nothing when all are there.
+# While apt runs, /usr/sbin/policy-rc.d (exit 101) keeps the packages' init
+# scripts from starting system daemons; it is removed afterwards if this
+# script created it. The tests start their own private daemons
+# (test/slurmharness).
+set -eu
+
+have() {
+	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
+}
+
+missing=""
+for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics; do
+	have "$c" || missing="$missing $c"
+done
+if [ -z "$missing" ]; then
+	echo "install-deps: slurm, munge and hwloc are installed"
+	exit 0
+fi
+echo "install-deps: missing:$missing"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: must run as root to install slurm-wlm munge hwloc" >&2
+	exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: no apt-get: install slurm-wlm, munge and hwloc by hand" >&2
+	exit 1
+fi
+
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ] && [ ! -L "$policy" ]; then
+	printf '#!/bin/sh\n# written by gpuprep test/install-deps.sh while installing packages\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	trap 'rm -f "$policy"' EXIT
+	trap 'exit 130' INT TERM
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+timeout 300 apt-get update
+timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc
+
+still=""
+for c in $missing; do
+	have "$c" || still="$still $c"
+done
+if [ -n "$still" ]; then
+	echo "install-deps: still missing after install:$still" >&2
+	exit 1
+fi
+echo "install-deps: installed slurm-wlm munge hwloc"
