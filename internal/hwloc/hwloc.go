@@ -43,7 +43,9 @@ func Read(root string) (*Topology, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "lstopo-no-graphics", "--of", "xml", "--whole-io")
-	cmd.Env = []string{"HWLOC_FSROOT=" + root, "PATH=/usr/bin:/bin"}
+	// hwloc hides NVIDIA GPU memory NUMA nodes (Grace Hopper) by default;
+	// gpuprep models them, so keep them.
+	cmd.Env = []string{"HWLOC_FSROOT=" + root, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1", "PATH=/usr/bin:/bin"}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
