@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,3 +153,73 @@ func TestGresNUMASmallerThanSocket(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// TestAgreesWithNvidiaSMITopo holds what gpuprep-gres said on the real 2x H200
+// node (test/roots/h200x2-ref/gres-nvml.conf, real NVML) and what it says now
+// on that node's captured root against `nvidia-smi topo -m` captured there:
+// the same GPUs, CPU affinity and NV# link counts.
+func TestAgreesWithNvidiaSMITopo(t *testing.T) {
+	mod, _ := testroot.ModuleRoot()
+	ref := filepath.Join(mod, "test/roots/h200x2-ref")
+	topoText, err := os.ReadFile(filepath.Join(ref, "topo-m.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows look like "GPU0\t X \tNV18\t0-31\t0\t\tN/A".
+	var links [][]string
+	var affinity []string
+	for _, l := range strings.Split(string(topoText), "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) < 4 || !strings.HasPrefix(f[0], "GPU") {
+			continue
+		}
+		row := []string{}
+		for _, c := range f[1:] {
+			c = strings.TrimSpace(c)
+			if c == "X" || strings.HasPrefix(c, "NV") {
+				row = append(row, c)
+			}
+		}
+		links = append(links, row)
+		affinity = append(affinity, strings.TrimSpace(f[1+len(row)]))
+	}
+	if len(links) != 2 {
+		t.Fatalf("topo -m rows: %v", links)
+	}
+	nvmlConf, err := os.ReadFile(filepath.Join(ref, "gres-nvml.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := slurm.ParseGresConf("gres-nvml.conf", nvmlConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := real.ForNode("vm")
+	root := testroot.Unpack(t, "h200x2")
+	out, _, _ := gres("--root", root, "--gpu-backend", "procfs")
+	captured, err := slurm.ParseGresConf("procfs", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procDevs := captured.ForNode("vm")
+	if len(devs) != len(links) || len(procDevs) != len(links) {
+		t.Fatalf("GPUs: topo -m %d, NVML gres %d, procfs gres %d", len(links), len(devs), len(procDevs))
+	}
+	for i, row := range links {
+		for j, cell := range row {
+			want := -1
+			if cell != "X" {
+				want, _ = strconv.Atoi(strings.TrimPrefix(cell, "NV"))
+			}
+			if devs[i].Links[j] != want {
+				t.Errorf("GPU%d->GPU%d: topo -m %s, gpuprep Links %d", i, j, cell, devs[i].Links[j])
+			}
+		}
+		// One socket of 32 cores without SMT: core ids equal CPU ids.
+		for name, d := range map[string]slurm.GresDevice{"nvml": devs[i], "procfs": procDevs[i]} {
+			if d.Cores.String() != affinity[i] {
+				t.Errorf("GPU%d (%s): Cores=%s, topo -m CPU affinity %s", i, name, d.Cores, affinity[i])
+			}
+		}
+	}
+}
