@@ -69,25 +69,35 @@ func (r Root) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	b, err := readAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return b, nil
+}
+
+// readAll reads until EOF, accepting short reads and retrying EAGAIN and
+// EINTR up to five times in a row; it stops at maxKernelFile bytes.
+func readAll(f io.Reader) ([]byte, error) {
 	var buf []byte
 	chunk := make([]byte, 4096)
 	retries := 0
 	for {
 		n, err := f.Read(chunk)
 		buf = append(buf, chunk[:n]...)
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			if (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR)) && retries < 5 {
-				retries++
-				time.Sleep(time.Millisecond)
-				continue
-			}
-			return buf, fmt.Errorf("read %s: %w", p, err)
-		}
 		if len(buf) > maxKernelFile {
-			return nil, fmt.Errorf("read %s: larger than %d bytes", p, maxKernelFile)
+			return nil, fmt.Errorf("larger than %d bytes", maxKernelFile)
+		}
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err == nil:
+			retries = 0
+		case (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR)) && retries < 5:
+			retries++
+			time.Sleep(time.Millisecond)
+		default:
+			return buf, err
 		}
 	}
 }
