@@ -20,7 +20,7 @@ func gres(args ...string) (string, string, int) {
 }
 
 func TestGresOnCapturedH200(t *testing.T) {
-	root := testroot.Unpack(t, "h200x2")
+	root := testroot.Shared(t, "h200x2")
 	out, stderr, code := gres("--root", root, "--gpu-backend", "procfs")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -52,7 +52,7 @@ func TestGresOnCapturedH200(t *testing.T) {
 }
 
 func TestGresExitCodes(t *testing.T) {
-	root := testroot.Unpack(t, "h200x2")
+	root := testroot.Shared(t, "h200x2")
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -98,11 +98,12 @@ func TestGresExitCodes(t *testing.T) {
 // naming the file, never a panic or a wrong gres.conf.
 func TestGresGarbageSysfs(t *testing.T) {
 	for file, content := range map[string]string{
-		"sys/devices/system/cpu/online":                    "0-x\n",
-		"sys/devices/system/cpu/cpu3/topology/core_id":     "three\n",
-		"sys/devices/system/node/node0/cpulist":            "31-0\n",
-		"proc/driver/nvidia/gpus/0000:00:06.0/information": "Model: NVIDIA H200\nDevice Minor: zero\n",
-		"sys/bus/pci/devices/0000:00:06.0/local_cpulist":   "garbage\n",
+		"sys/devices/system/cpu/online":                            "0-x\n",
+		"sys/devices/system/cpu/cpu3/topology/physical_package_id": "three\n",
+		"sys/devices/system/cpu/cpu5/topology/core_cpus_list":      "7\n",
+		"sys/devices/system/node/node0/cpulist":                    "31-0\n",
+		"proc/driver/nvidia/gpus/0000:00:06.0/information":         "Model: NVIDIA H200\nDevice Minor: zero\n",
+		"sys/bus/pci/devices/0000:00:06.0/local_cpulist":           "garbage\n",
 	} {
 		t.Run(file, func(t *testing.T) {
 			root := testroot.Unpack(t, "h200x2")
@@ -122,7 +123,7 @@ func TestGresGarbageSysfs(t *testing.T) {
 }
 
 func TestGresMockDGXH100(t *testing.T) {
-	root := testroot.Unpack(t, "dgxh100")
+	root := testroot.Shared(t, "dgxh100")
 	out, stderr, code := gres("--root", root, "--gpu-backend", "mock:dgxh100", "--format", "table")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -141,7 +142,7 @@ func TestGresMockDGXH100(t *testing.T) {
 }
 
 func TestGresNUMASmallerThanSocket(t *testing.T) {
-	root := testroot.Unpack(t, "dgxa100")
+	root := testroot.Shared(t, "dgxa100")
 	_, stderr, code := gres("--root", root, "--gpu-backend", "mock:dgxa100")
 	if code != 0 || !strings.Contains(stderr, "numa_node_as_socket") {
 		t.Errorf("want a warning suggesting numa_node_as_socket, got exit %d: %s", code, stderr)
@@ -195,7 +196,7 @@ func TestAgreesWithNvidiaSMITopo(t *testing.T) {
 		t.Fatal(err)
 	}
 	devs := real.ForNode("vm")
-	root := testroot.Unpack(t, "h200x2")
+	root := testroot.Shared(t, "h200x2")
 	out, _, _ := gres("--root", root, "--gpu-backend", "procfs")
 	captured, err := slurm.ParseGresConf("procfs", []byte(out))
 	if err != nil {

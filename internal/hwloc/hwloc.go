@@ -45,7 +45,9 @@ func Read(root string) (*Topology, error) {
 	cmd := exec.CommandContext(ctx, "lstopo-no-graphics", "--of", "xml", "--whole-io")
 	// hwloc hides NVIDIA GPU memory NUMA nodes (Grace Hopper) by default;
 	// gpuprep models them, so keep them.
-	cmd.Env = []string{"HWLOC_FSROOT=" + root, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1", "PATH=/usr/bin:/bin"}
+	cmd.Env = []string{"HWLOC_FSROOT=" + root, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1",
+		// The x86 backend would add this machine's CPU model to a fixture.
+		"HWLOC_COMPONENTS=-x86", "PATH=/usr/bin:/bin"}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -56,9 +56,17 @@ type GPU struct {
 	NVSwitchLinks int
 	DirectLinks   []int
 	// MemoryNUMANodes are CPU-less NUMA nodes holding this GPU's memory.
+	// The first holds the memory (CPULessMemoryMiB; the driver's
+	// numa_status names it); the others are the empty nodes the driver
+	// reserves for MIG partitions (Grace Hopper: 8 per GPU).
 	MemoryNUMANodes []int
 	MIG             bool // MIG mode on (current and pending)
 	MIGDevices      []MIGDevice
+	// PCISwitch groups devices (GPUs and NICs) behind one PCIe switch under
+	// one root port: devices of a shape with the same non-zero value share
+	// it. 0: the device has a root port of its own on bus 0 of its PCI
+	// domain (or sits on bus 0 itself).
+	PCISwitch int
 }
 
 // MIGDevice is a GPU instance with one compute instance.
@@ -77,6 +85,8 @@ type NIC struct {
 	IBName   string // "mlx5_0"; "" for a plain Ethernet NIC
 	NetName  string // "ibp24s0", "eth0"
 	Ports    []IBPort
+	// PCISwitch: as GPU.PCISwitch (a NIC and the GPU it serves share one).
+	PCISwitch int
 }
 
 // IBPort is one port of an HCA (/sys/class/infiniband/<dev>/ports/<n>).

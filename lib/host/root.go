@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Root is a directory that stands for "/" of a node.
@@ -63,17 +65,36 @@ const maxKernelFile = 4 << 20
 
 // ReadFile reads a whole kernel file. sysfs and procfs may return short reads
 // or EAGAIN/EINTR; both are retried a few times.
+//
+// It uses plain open/read/close system calls rather than os.File: a node
+// read touches hundreds of small sysfs files, and os.File's poller
+// registration costs more than the read itself.
 func (r Root) ReadFile(p string) ([]byte, error) {
-	f, err := os.Open(r.Path(p))
+	full := r.Path(p)
+	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}
-	defer f.Close()
-	b, err := readAll(f)
+	defer unix.Close(fd)
+	b, err := readAll(fdReader(fd))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	return b, nil
+}
+
+// fdReader reads a raw file descriptor.
+type fdReader int
+
+func (f fdReader) Read(b []byte) (int, error) {
+	n, err := unix.Read(int(f), b)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // readAll reads until EOF, accepting short reads and retrying EAGAIN and

@@ -13,7 +13,7 @@ import (
 type CPU struct {
 	ID       int `json:"id"`        // OS CPU id, as in /sys/devices/system/cpu/cpu<ID>
 	Socket   int `json:"socket"`    // physical_package_id
-	CoreID   int `json:"core_id"`   // the kernel's core_id, unique within a socket only
+	CoreID   int `json:"core_id"`   // names the core within its socket: its first hardware thread (or the kernel's core_id)
 	Core     int `json:"core"`      // Slurm's abstract core id (hwloc Core L#)
 	NUMANode int `json:"numa_node"` // -1 when the kernel reports no NUMA node for it
 }
@@ -33,8 +33,11 @@ type Socket struct {
 }
 
 // readCPUs reads the online CPUs and their topology from
-// /sys/devices/system/cpu/online and cpu<N>/topology/{physical_package_id,core_id}.
-// A CPU without topology files (some hypervisors) is its own core on socket 0.
+// /sys/devices/system/cpu/online and, once per core, cpu<N>/topology/
+// physical_package_id and core_cpus_list (thread_siblings_list on kernels
+// before 5.3, core_id as a last resort). Reading siblings once per core halves
+// the files read on SMT nodes. A CPU without topology files (some
+// hypervisors) is its own core on socket 0.
 func readCPUs(r host.Root) ([]CPU, error) {
 	const base = "/sys/devices/system/cpu"
 	s, err := r.ReadString(base + "/online")
@@ -48,30 +51,65 @@ func readCPUs(r host.Root) ([]CPU, error) {
 	if online.IsEmpty() {
 		return nil, fmt.Errorf("%s/online: no CPUs online", base)
 	}
-	cpus := make([]CPU, 0, online.Size())
-	for _, id := range online.List() {
-		dir := path.Join(base, fmt.Sprintf("cpu%d", id), "topology")
-		c := CPU{ID: id, NUMANode: -1}
-		pkg, perr := r.ReadInt(dir + "/physical_package_id")
-		core, cerr := r.ReadInt(dir + "/core_id")
-		switch {
-		case perr == nil && cerr == nil:
-			c.Socket, c.CoreID = pkg, core
-		case isNotExist(perr) && isNotExist(cerr):
-			c.Socket, c.CoreID = 0, id
-		case perr != nil && !isNotExist(perr):
-			return nil, perr
-		case cerr != nil && !isNotExist(cerr):
-			return nil, cerr
-		default:
-			return nil, fmt.Errorf("%s: physical_package_id and core_id must both exist", dir)
+	ids := online.List()
+	cpus := make([]CPU, 0, len(ids))
+	known := map[int]CPU{} // siblings already placed, by CPU id
+	for _, id := range ids {
+		if c, ok := known[id]; ok {
+			c.ID = id
+			cpus = append(cpus, c)
+			continue
 		}
-		if c.Socket < 0 { // -1 on some ARM firmware
-			c.Socket = 0
+		c, siblings, err := readCPUTopology(r, path.Join(base, fmt.Sprintf("cpu%d", id), "topology"), id)
+		if err != nil {
+			return nil, err
+		}
+		for _, sib := range siblings.Intersection(online).List() {
+			known[sib] = c
 		}
 		cpus = append(cpus, c)
 	}
 	return cpus, nil
+}
+
+// readCPUTopology reads one CPU's socket and core; the core is named by its
+// first sibling, which is unique within the socket like the kernel's core_id.
+func readCPUTopology(r host.Root, dir string, id int) (CPU, cpuset.Set, error) {
+	c := CPU{ID: id, NUMANode: -1, CoreID: id}
+	pkg, err := r.ReadInt(dir + "/physical_package_id")
+	if isNotExist(err) {
+		return c, cpuset.New(id), nil
+	}
+	if err != nil {
+		return c, cpuset.Set{}, err
+	}
+	if pkg > 0 { // -1 on some ARM firmware
+		c.Socket = pkg
+	}
+	for _, name := range []string{"core_cpus_list", "thread_siblings_list"} {
+		s, err := r.ReadString(dir + "/" + name)
+		if isNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return c, cpuset.Set{}, err
+		}
+		sib, err := cpuset.Parse(s)
+		if err != nil {
+			return c, cpuset.Set{}, fmt.Errorf("%s/%s: %w", dir, name, err)
+		}
+		if !sib.Contains(id) {
+			return c, cpuset.Set{}, fmt.Errorf("%s/%s: %s does not hold cpu%d", dir, name, sib, id)
+		}
+		c.CoreID = sib.Min()
+		return c, sib, nil
+	}
+	core, err := r.ReadInt(dir + "/core_id")
+	if err != nil {
+		return c, cpuset.Set{}, err
+	}
+	c.CoreID = core
+	return c, cpuset.New(id), nil
 }
 
 // buildCores groups CPUs into cores and sockets and numbers cores the way

@@ -30,7 +30,7 @@ func TestAgainstHwloc(t *testing.T) {
 	requireHwloc(t)
 	for _, name := range testroot.Names() {
 		t.Run(name, func(t *testing.T) {
-			dir := testroot.Unpack(t, name)
+			dir := testroot.Shared(t, name)
 			node, err := topo.Discover(host.NewRoot(dir), nil, topo.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -28,7 +28,7 @@ func TestGeneratedGresAcceptedBySlurm(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.shape, func(t *testing.T) {
 			t.Parallel()
-			root := testroot.Unpack(t, tc.shape)
+			root := testroot.Shared(t, tc.shape)
 			args := []string{"--root", root, "--gpu-backend", tc.backend}
 			gres, stderr, code := runBin(t, "gpuprep-gres", args...)
 			if code != 0 {
