@@ -99,7 +99,7 @@ func TestGresExitCodes(t *testing.T) {
 func TestGresGarbageSysfs(t *testing.T) {
 	for file, content := range map[string]string{
 		"sys/devices/system/cpu/online":                            "0-x\n",
-		"sys/devices/system/cpu/cpu3/topology/physical_package_id": "three\n",
+		"sys/devices/system/cpu/cpu0/topology/physical_package_id": "three\n",
 		"sys/devices/system/cpu/cpu5/topology/core_cpus_list":      "7\n",
 		"sys/devices/system/node/node0/cpulist":                    "31-0\n",
 		"proc/driver/nvidia/gpus/0000:00:06.0/information":         "Model: NVIDIA H200\nDevice Minor: zero\n",
