@@ -39,7 +39,9 @@ root2=$(mktemp -d /tmp/gpuprep-demo.XXXXXX)
 trap 'rm -rf "$root" "$root2"' EXIT
 tar xzf test/roots/dgxa100.tar.gz -C "$root2"
 bin/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format table
-echo
-bin/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --numa-as-socket 2>/dev/null | grep -v '^#'
+
+step "The fix it suggests: NUMA nodes as sockets in the node line" \
+  "gpuprep-gres --format slurm --numa-as-socket (dgxa100)"
+bin/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm --numa-as-socket
 
 printf '\nProlog, epilog and srunwrap join this demo as their issues land.\n'

@@ -80,9 +80,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if conf != nil {
 		return report(stdout, check, gresgen.Check(node, res, conf, opt), c.JSON)
 	}
-	for _, w := range res.Warnings {
-		if format != "table" {
-			log.Warn(w.Msg, "fix", w.Fix)
+	if format != "table" {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
 		}
 	}
 	if c.JSON {
