@@ -59,7 +59,7 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/gpuprep
 	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0755 bin/srunwrap $(DESTDIR)$(PREFIX)/bin/
-	test -e $(DESTDIR)/etc/gpuprep/gpuprep.toml || install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml
+	install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml.example
 
 clean:
 	rm -rf bin
