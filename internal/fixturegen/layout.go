@@ -2,11 +2,9 @@ package fixturegen
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 
 	"gpuprep/internal/nodeshape"
+	"gpuprep/lib/cpuset"
 )
 
 // cpu is one logical CPU of a shape.
@@ -185,55 +183,10 @@ func (l *layout) distance(a, b int) int {
 }
 
 // cpuList prints CPU (or node) numbers the kernel's list way: "0-55,112-167".
-func cpuList(ids []int) string {
-	s := append([]int(nil), ids...)
-	sort.Ints(s)
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(s[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(s[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+func cpuList(ids []int) string { return cpuset.New(ids...).String() }
 
-// cpuMask prints a set of nbits bits the kernel's mask way (bitmap_print_to_pagebuf
-// with %*pb): 32-bit hex groups, most significant first, separated by
-// commas; the first group holds only the bits above the last full group.
-func cpuMask(ids []int, nbits int) string {
-	if nbits <= 0 {
-		nbits = 1
-	}
-	words := (nbits + 31) / 32
-	w := make([]uint32, words)
-	for _, id := range ids {
-		if id >= 0 && id < nbits {
-			w[id/32] |= 1 << (id % 32)
-		}
-	}
-	var b strings.Builder
-	for i := words - 1; i >= 0; i-- {
-		width := 8
-		if i == words-1 && nbits%32 != 0 {
-			width = (nbits%32 + 3) / 4
-		}
-		if i != words-1 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "%0*x", width, w[i])
-	}
-	return b.String()
-}
+// cpuMask prints a set of nbits bits the kernel's mask way (cpumap files).
+func cpuMask(ids []int, nbits int) string { return cpuset.New(ids...).Mask(nbits) }
 
 // validate checks that a shape can be rendered consistently.
 func validate(s nodeshape.Shape) error {

@@ -146,27 +146,34 @@ func ParseMask(s string) (Set, error) {
 	return b.set(), nil
 }
 
-// Mask formats the set as a kernel CPU mask of at least nbits bits
-// (32-bit hex words, most significant first, comma-separated).
+// Mask formats the set as a kernel CPU mask of at least nbits bits, the way
+// the kernel prints cpumap files: 32-bit hex groups, most significant first,
+// comma-separated, the first group only as wide as the bits above the last
+// full group ("ff,ffffffff" for 40 bits).
 func (s Set) Mask(nbits int) string {
 	if m := s.Max() + 1; m > nbits {
 		nbits = m
 	}
+	if nbits <= 0 {
+		nbits = 1
+	}
 	nwords := (nbits + 31) / 32
-	if nwords == 0 {
-		nwords = 1
-	}
-	parts := make([]string, nwords)
-	for i := 0; i < nwords; i++ {
-		var v uint32
-		for bit := 0; bit < 32; bit++ {
-			if s.Contains(i*32 + bit) {
-				v |= 1 << uint(bit)
-			}
+	var b strings.Builder
+	for i := nwords - 1; i >= 0; i-- {
+		var v uint64
+		if i/2 < len(s.words) {
+			v = s.words[i/2] >> (32 * uint(i%2)) & 0xffffffff
 		}
-		parts[nwords-1-i] = fmt.Sprintf("%08x", v)
+		width := 8
+		if i == nwords-1 && nbits%32 != 0 {
+			width = (nbits%32 + 3) / 4
+		}
+		if i != nwords-1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%0*x", width, v)
 	}
-	return strings.Join(parts, ",")
+	return b.String()
 }
 
 // String formats the set canonically, as the kernel writes cpulist files:

@@ -80,13 +80,27 @@ func TestAlgebra(t *testing.T) {
 func TestMask(t *testing.T) {
 	s := MustParse("0-55,112-167")
 	m := s.Mask(224)
-	if m != "00000000,ffffff00,00000000,00000000,00ffffff,ffffffff,ffffffff" {
-		// 7 words for 224 bits
-		t.Logf("mask %s", m)
+	if m != "00000000,000000ff,ffffffff,ffff0000,00000000,00ffffff,ffffffff" {
+		t.Errorf("Mask(224) = %s", m)
 	}
 	back, err := ParseMask(m)
 	if err != nil || !back.Equal(s) {
 		t.Fatalf("ParseMask(Mask) = %s, %v; want %s", back, err, s)
+	}
+	for _, c := range []struct {
+		set   string
+		nbits int
+		want  string
+	}{
+		{"0-39", 40, "ff,ffffffff"},
+		{"0-31", 32, "ffffffff"},
+		{"4", 144, "0000,00000000,00000000,00000000,00000010"},
+		{"", 8, "00"},
+		{"70", 8, "40,00000000,00000000"}, // widened to 71 bits
+	} {
+		if got := MustParse(c.set).Mask(c.nbits); got != c.want {
+			t.Errorf("Mask(%s, %d) = %q, want %q", c.set, c.nbits, got, c.want)
+		}
 	}
 	if got, _ := ParseMask("ff\n"); got.String() != "0-7" {
 		t.Errorf("ParseMask(ff) = %s", got)
