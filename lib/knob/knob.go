@@ -1,0 +1,61 @@
+// Package knob is every setting gpuprep tunes: each knob can say whether it
+// exists on this node, read its value, turn a profile setting into the value
+// to apply, apply it and verify by reading it back. Values are canonical
+// strings, so plans, journals and drift records carry them as they are, and
+// Apply(Read()) puts back exactly what was there.
+package knob
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnsupported marks a knob whose file or API is absent on this node (no
+// cpufreq in a VM, a GPU without settable clocks). It is reported and
+// skipped unless the profile marks the knob required.
+var ErrUnsupported = errors.New("unsupported on this node")
+
+// Value is a knob's value in canonical string form ("performance",
+// "madvise", "10", "on", "0-3=powersave;4-7=performance").
+type Value string
+
+// ID names one knob in one scope.
+type ID struct {
+	Name  string `json:"knob"`  // the config key: "cpu_governor", "gpu_persistence", ...
+	Scope string `json:"scope"` // "node", or "gpu:<uuid>" for a GPU's knob
+}
+
+func (id ID) String() string { return id.Name + "@" + id.Scope }
+
+// NodeScope is the scope of node-wide knobs (CPU, memory, kernel).
+const NodeScope = "node"
+
+// GPUScope is the scope of one GPU's knobs.
+func GPUScope(uuid string) string { return "gpu:" + uuid }
+
+// Knob is one tunable setting in one scope.
+type Knob interface {
+	ID() ID
+	// Read returns the current value, or an error wrapping
+	// ErrUnsupported when the knob does not exist here.
+	Read() (Value, error)
+	// Desired turns a profile setting (the config value in string form,
+	// see Setting) into the value Apply should write. Most knobs take it
+	// as it is; cstate_max_latency_us turns a latency limit into the set
+	// of idle states to disable.
+	Desired(setting string) (Value, error)
+	// Apply writes v and reads it back; an error when the read-back value
+	// differs names what was written and what was read.
+	Apply(v Value) error
+}
+
+// MismatchError is Apply's error when the kernel or driver kept another
+// value than the one written.
+type MismatchError struct {
+	ID         ID
+	Want, Have Value
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("%s: wrote %q, read back %q", e.ID, e.Want, e.Have)
+}

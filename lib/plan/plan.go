@@ -1,0 +1,209 @@
+// Package plan turns what a job wants and what the node has into an ordered
+// list of changes. It is pure: the knobs' current values, the node's shared
+// state and the profile come in as data, a Plan comes out, and nothing is
+// read or written. lib/hook executes plans with a write-ahead journal.
+package plan
+
+import (
+	"fmt"
+	"sort"
+
+	"gpuprep/lib/knob"
+)
+
+// Holding is a knob value that jobs on the node currently rely on.
+type Holding struct {
+	Value knob.Value `json:"value"`
+	Jobs  []string   `json:"jobs"`
+}
+
+// NodeState is what the node's spool remembers between jobs (node.json).
+type NodeState struct {
+	// Baseline is each knob's value before gpuprep first touched it,
+	// recorded once and never overwritten by a tuned value.
+	Baseline map[string]knob.Value `json:"baseline"`
+	// Holders are the knobs jobs hold now, by knob ID string.
+	Holders map[string]Holding `json:"holders"`
+}
+
+// Clone returns a deep copy.
+func (s NodeState) Clone() NodeState {
+	out := NodeState{Baseline: map[string]knob.Value{}, Holders: map[string]Holding{}}
+	for k, v := range s.Baseline {
+		out.Baseline[k] = v
+	}
+	for k, h := range s.Holders {
+		out.Holders[k] = Holding{Value: h.Value, Jobs: append([]string(nil), h.Jobs...)}
+	}
+	return out
+}
+
+// Observed is one knob as read now.
+type Observed struct {
+	ID knob.ID
+	// Current is the value read; Err is set instead when it could not be
+	// read (wrapping knob.ErrUnsupported when absent).
+	Current knob.Value
+	Err     error
+	// Desired is what the job's profile asks for (already through
+	// Knob.Desired); HasDesired is false when the profile leaves the knob
+	// alone; DesiredErr is set when the setting is invalid here.
+	Desired    knob.Value
+	HasDesired bool
+	DesiredErr error
+	Required   bool
+}
+
+// Change is one write the plan makes.
+type Change struct {
+	ID       knob.ID    `json:"id"`
+	From     knob.Value `json:"from"`
+	To       knob.Value `json:"to"`
+	Required bool       `json:"required"`
+	Why      string     `json:"why"` // "profile", "shared", "restore"
+}
+
+// Hold is a knob value the job relies on and the epilog checks for drift.
+type Hold struct {
+	ID       knob.ID    `json:"id"`
+	Expected knob.Value `json:"expected"`
+}
+
+// Skip is a knob the plan leaves alone, and why.
+type Skip struct {
+	ID       knob.ID `json:"id"`
+	Reason   string  `json:"reason"`
+	Required bool    `json:"required"` // a required knob skipped fails the prolog
+}
+
+// Plan is the outcome of planning.
+type Plan struct {
+	Changes  []Change  `json:"changes"`
+	Holds    []Hold    `json:"holds"`
+	Skipped  []Skip    `json:"skipped,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+	State    NodeState `json:"-"` // the node state to save once the changes are made
+}
+
+// Failed returns the first required knob the plan could not honour.
+func (p *Plan) Failed() (Skip, bool) {
+	for _, s := range p.Skipped {
+		if s.Required {
+			return s, true
+		}
+	}
+	return Skip{}, false
+}
+
+// ForJob plans a prolog: for every knob the profile sets, hold its value for
+// job and change it when needed. Shared rule: a knob already held by other
+// jobs keeps the value in force; a job asking for another value gets a
+// warning, not a change. A knob nobody holds gets its baseline recorded
+// (once, ever) before it is changed.
+func ForJob(job string, obs []Observed, st NodeState) *Plan {
+	p := &Plan{State: st.Clone()}
+	for _, o := range sortObserved(obs) {
+		if !o.HasDesired && o.DesiredErr == nil {
+			continue
+		}
+		key := o.ID.String()
+		switch {
+		case o.Err != nil:
+			p.Skipped = append(p.Skipped, Skip{ID: o.ID, Reason: o.Err.Error(), Required: o.Required})
+			continue
+		case o.DesiredErr != nil:
+			p.Skipped = append(p.Skipped, Skip{ID: o.ID, Reason: o.DesiredErr.Error(), Required: o.Required})
+			continue
+		}
+		target, why := o.Desired, "profile"
+		if h, held := p.State.Holders[key]; held && len(h.Jobs) > 0 && !contains(h.Jobs, job) {
+			if h.Value != o.Desired {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: job %s asks for %q but jobs %v already hold %q; keeping %q", o.ID, job, o.Desired, h.Jobs, h.Value, h.Value))
+			}
+			target, why = h.Value, "shared"
+		}
+		if _, ok := p.State.Baseline[key]; !ok && len(p.State.Holders[key].Jobs) == 0 {
+			p.State.Baseline[key] = o.Current
+		}
+		if o.Current != target {
+			p.Changes = append(p.Changes, Change{ID: o.ID, From: o.Current, To: target, Required: o.Required, Why: why})
+		}
+		h := p.State.Holders[key]
+		h.Value = target
+		if !contains(h.Jobs, job) {
+			h.Jobs = append(h.Jobs, job)
+		}
+		p.State.Holders[key] = h
+		p.Holds = append(p.Holds, Hold{ID: o.ID, Expected: target})
+	}
+	return p
+}
+
+// Release plans an epilog's restore: the job lets go of the knobs it held;
+// a knob no other job holds goes back to its baseline (or to fallback, the
+// config's [defaults], when no baseline was recorded). current gives each
+// held knob's value now; knobs missing from it cannot be read and are
+// skipped with a warning.
+func Release(job string, holds []Hold, current map[string]knob.Value, fallback map[string]knob.Value, st NodeState) *Plan {
+	p := &Plan{State: st.Clone()}
+	for _, hd := range holds {
+		key := hd.ID.String()
+		h := p.State.Holders[key]
+		h.Jobs = remove(h.Jobs, job)
+		if len(h.Jobs) > 0 {
+			p.State.Holders[key] = h
+			continue
+		}
+		delete(p.State.Holders, key)
+		target, ok := p.State.Baseline[key]
+		if !ok {
+			if target, ok = fallback[hd.ID.Name]; !ok {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: no baseline and no [defaults] value; left at its current value", hd.ID))
+				continue
+			}
+		}
+		cur, ok := current[key]
+		if !ok {
+			p.Skipped = append(p.Skipped, Skip{ID: hd.ID, Reason: "cannot read its current value", Required: true})
+			continue
+		}
+		if cur != target {
+			p.Changes = append(p.Changes, Change{ID: hd.ID, From: cur, To: target, Required: true, Why: "restore"})
+		}
+	}
+	return p
+}
+
+func sortObserved(obs []Observed) []Observed {
+	out := append([]Observed(nil), obs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].ID, out[j].ID
+		if (a.Scope == knob.NodeScope) != (b.Scope == knob.NodeScope) {
+			return a.Scope == knob.NodeScope // node knobs first, then GPUs
+		}
+		if a.Scope != b.Scope {
+			return a.Scope < b.Scope
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func remove(s []string, v string) []string {
+	var out []string
+	for _, x := range s {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
+}
