@@ -56,7 +56,7 @@ func OpenMock(model string, root host.Root) (*NVML, error) {
 	if !ok {
 		return nil, fmt.Errorf("gpu: mock %s: no node shape pairs with it", model)
 	}
-	srv, err := buildMock(m, shape)
+	srv, err := buildMock(m, shape, root)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: mock %s: %w", model, err)
 	}
@@ -80,7 +80,7 @@ func mockShape(model string) (nodeshape.Shape, bool) {
 }
 
 // buildMock makes the server with one GPU per shape GPU and completes each.
-func buildMock(m mockModel, shape nodeshape.Shape) (*server.Server, error) {
+func buildMock(m mockModel, shape nodeshape.Shape, root host.Root) (*server.Server, error) {
 	srv := m.newServer(gpus.Multiple(len(shape.GPUs), m.gpu)...)
 	devs := make([]*server.Device, len(srv.Devices))
 	for i, d := range srv.Devices {
@@ -91,7 +91,11 @@ func buildMock(m mockModel, shape nodeshape.Shape) (*server.Server, error) {
 		if err := completeMIG(d, shape.GPUs[i]); err != nil {
 			return nil, fmt.Errorf("GPU %d: %w", i, err)
 		}
-		newMockState(m).install(d)
+		st := newMockState(m)
+		if !root.IsHost() {
+			st.attach(root.Path("/run/gpuprep-mock/" + d.UUID + ".json"))
+		}
+		st.install(d)
 	}
 	return srv, nil
 }

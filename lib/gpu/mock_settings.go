@@ -23,6 +23,7 @@ type mockState struct {
 	lockedMin, lockedMax uint32 // 0, 0: not locked
 	power                uint32
 	eccCur, eccPend      nvml.EnableState
+	file                 string // where settings persist; "" keeps them in memory (mock_persist.go)
 }
 
 func newMockState(m mockModel) *mockState {
@@ -42,7 +43,11 @@ func newMockState(m mockModel) *mockState {
 func (s *mockState) lock(f func() nvml.Return) nvml.Return {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return f()
+	r := f()
+	if r == nvml.SUCCESS {
+		s.saveLocked()
+	}
+	return r
 }
 
 // install sets the device's settings, clock, power, ECC and health funcs.
