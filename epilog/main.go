@@ -1,13 +1,12 @@
-// Command gpuprep-epilog is the Slurm Epilog: it records drift and restores the
-// node. Not implemented yet.
+// Command gpuprep-epilog is the Slurm Epilog (Epilog= in slurm.conf): it
+// records drift of every knob the prolog set and restores the node when the
+// last job using a knob ends. --report prints the drift history.
 package main
 
 import (
 	"os"
 
-	"gpuprep/lib/cli"
+	"gpuprep/lib/hook"
 )
 
-func main() {
-	os.Exit(cli.Placeholder("gpuprep-epilog", "usage: gpuprep-epilog [flags]   (Epilog= in slurm.conf)", "issue 3: prolog and epilog", os.Args[1:]))
-}
+func main() { os.Exit(hook.Main("epilog", os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }

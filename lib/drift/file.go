@@ -1,0 +1,159 @@
+package drift
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gpuprep/lib/state"
+)
+
+// maxLine bounds one line of the drift file; a longer line is garbage.
+const maxLine = 1 << 20
+
+// Append writes recs to the spool's drift file, one JSON object per line, in
+// one write. A record without a time gets the current time, one without a
+// kind is KindDrift; a record without a knob is refused (nothing written).
+func Append(sp *state.Spool, recs []Record) error {
+	lines := make([][]byte, 0, len(recs))
+	now := time.Now().UTC()
+	for _, r := range recs {
+		if r.Knob == "" {
+			return fmt.Errorf("drift record for job %q on %q has no knob", r.Job, r.Node)
+		}
+		if r.Time.IsZero() {
+			r.Time = now
+		}
+		if r.Kind == "" {
+			r.Kind = KindDrift
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode drift record: %w", err)
+		}
+		lines = append(lines, b)
+	}
+	return sp.AppendLines(FileName, lines)
+}
+
+// Skipped counts the lines Read left out.
+type Skipped struct {
+	Garbage int   `json:"garbage"`         // whole lines that are not records
+	Torn    int   `json:"torn"`            // an unterminated last line (a write cut short)
+	Lines   []int `json:"lines,omitempty"` // line numbers of the first few skipped
+}
+
+// Total is the number of lines skipped.
+func (s Skipped) Total() int { return s.Garbage + s.Torn }
+
+// String is a one-line note for a report ("" when nothing was skipped).
+func (s Skipped) String() string {
+	if s.Total() == 0 {
+		return ""
+	}
+	parts := []string{}
+	if s.Garbage > 0 {
+		parts = append(parts, fmt.Sprintf("%d unreadable line(s)", s.Garbage))
+	}
+	if s.Torn > 0 {
+		parts = append(parts, "a torn last line")
+	}
+	nums := make([]string, len(s.Lines))
+	for i, n := range s.Lines {
+		nums[i] = fmt.Sprint(n)
+	}
+	return fmt.Sprintf("skipped %s in %s (line %s)", strings.Join(parts, " and "), FileName, strings.Join(nums, ", "))
+}
+
+func (s *Skipped) add(line int, torn bool) {
+	if torn {
+		s.Torn++
+	} else {
+		s.Garbage++
+	}
+	if len(s.Lines) < 10 {
+		s.Lines = append(s.Lines, line)
+	}
+}
+
+// Read returns the drift records at or after since (all when since is zero),
+// in file order. It never fails over a bad line: a line that is not a record
+// (no time or knob, or not JSON) is skipped and counted, and so is a torn
+// last line; blank lines are ignored. A missing drift file is no records and no error.
+func Read(sp *state.Spool, since time.Time) ([]Record, Skipped, error) {
+	var skipped Skipped
+	f, err := sp.OpenRead(FileName)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, skipped, nil
+	}
+	if err != nil {
+		return nil, skipped, err
+	}
+	defer f.Close()
+	var recs []Record
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, terminated, tooLong, err := readLine(r)
+		if err != nil && err != io.EOF {
+			return recs, skipped, fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		if !terminated && len(line) == 0 && !tooLong {
+			return recs, skipped, nil // end of file
+		}
+		if terminated && !tooLong && len(strings.TrimSpace(string(line))) == 0 {
+			continue // a blank line holds nothing to lose
+		}
+		rec, ok := parse(line, tooLong)
+		switch {
+		case !ok:
+			skipped.add(n, !terminated)
+		case since.IsZero() || !rec.Time.Before(since):
+			recs = append(recs, rec)
+		}
+		if !terminated {
+			return recs, skipped, nil
+		}
+	}
+}
+
+// parse decodes one line; ok is false for anything but a usable record.
+// (An unterminated last line that parses whole lost only its "\n".)
+func parse(line []byte, tooLong bool) (Record, bool) {
+	var rec Record
+	if tooLong {
+		return rec, false
+	}
+	if err := json.Unmarshal(line, &rec); err != nil || rec.Knob == "" || rec.Time.IsZero() {
+		return rec, false
+	}
+	return rec, true
+}
+
+// readLine reads one line without its "\n"; terminated is false for a last
+// line with no "\n" (or none at all); tooLong drops lines over maxLine.
+func readLine(r *bufio.Reader) (line []byte, terminated, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLine {
+			tooLong, line = true, nil
+		} else if !tooLong {
+			line = append(line, chunk...)
+		}
+		switch err {
+		case bufio.ErrBufferFull:
+			continue
+		case nil:
+			if !tooLong {
+				line = line[:len(line)-1]
+			}
+			return line, true, tooLong, nil
+		default:
+			return line, false, tooLong, err
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package drift
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gpuprep/lib/state"
+)
+
+// PromFile is the file WriteMetrics writes in the textfile directory.
+const PromFile = "gpuprep.prom"
+
+// Metric names.
+const (
+	MetricDriftEvents = "gpuprep_drift_events_total"
+	MetricRunDuration = "gpuprep_last_run_duration_seconds"
+	MetricRunSuccess  = "gpuprep_last_run_success"
+	MetricRunTime     = "gpuprep_last_run_timestamp_seconds"
+)
+
+// WriteMetrics writes m in the Prometheus text format to dir/gpuprep.prom
+// (mode 0644, for node_exporter's textfile collector), atomically: a hidden
+// temporary file in dir, fsync, rename, fsync dir. dir must already exist
+// (it is node_exporter's, not ours); the error is for the caller to log.
+func WriteMetrics(dir string, m Metrics) error {
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("metrics: textfile directory: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("metrics: textfile directory %s is not a directory", dir)
+	}
+	return state.WriteFileAtomic(dir, PromFile, FormatMetrics(m), 0o644)
+}
+
+// FormatMetrics is m in the Prometheus text exposition format (0.0.4).
+// Every family has its HELP and TYPE even with no samples yet.
+func FormatMetrics(m Metrics) []byte {
+	var b bytes.Buffer
+	family(&b, MetricDriftEvents, "counter",
+		"Drift records written on this node by gpuprep's epilog, by kind (drift: a knob changed under a job; invariant: a configured node invariant was broken) and knob.")
+	for _, kind := range []string{KindDrift, KindInvariant} {
+		counts := m.DriftEvents
+		if kind == KindInvariant {
+			counts = m.InvariantEvents
+		}
+		for _, knob := range sortedKeys(counts) {
+			sample(&b, MetricDriftEvents, float64(counts[knob]), "kind", kind, "knob", knob)
+		}
+	}
+	hooks := sortedKeys(m.Runs)
+	family(&b, MetricRunDuration, "gauge", "Wall time of the hook's last run, in seconds.")
+	for _, h := range hooks {
+		sample(&b, MetricRunDuration, m.Runs[h].Duration, "hook", h)
+	}
+	family(&b, MetricRunSuccess, "gauge", "1 if the hook's last run succeeded (exit 0), 0 if it failed.")
+	for _, h := range hooks {
+		ok := 0.0
+		if m.Runs[h].OK {
+			ok = 1
+		}
+		sample(&b, MetricRunSuccess, ok, "hook", h)
+	}
+	family(&b, MetricRunTime, "gauge", "When the hook's last run ended, in seconds since the Unix epoch.")
+	for _, h := range hooks {
+		sample(&b, MetricRunTime, float64(m.Runs[h].End.UnixMilli())/1000, "hook", h)
+	}
+	return b.Bytes()
+}
+
+func family(b *bytes.Buffer, name, typ, help string) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
+}
+
+// sample writes one line; labels are name, value pairs.
+func sample(b *bytes.Buffer, name string, v float64, labels ...string) {
+	b.WriteString(name)
+	for i := 0; i+1 < len(labels); i += 2 {
+		if i == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(b, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
+	}
+	if len(labels) > 0 {
+		b.WriteByte('}')
+	}
+	b.WriteByte(' ')
+	b.WriteString(formatValue(v))
+	b.WriteByte('\n')
+}
+
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
+
+func escapeHelp(s string) string { return helpEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD")) }
+
+func escapeLabel(s string) string { return labelEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD")) }
+
+func formatValue(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,117 @@
+package drift
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testMetrics() Metrics {
+	var m Metrics
+	recs := history()
+	recs = append(recs, rec(50, "gpu01", "weird \"knob\"\\\nname", "0", "a", "b"))
+	m.AddDrift(recs)
+	m.SetRun(HookProlog, t0, 12500*time.Microsecond, true)
+	m.SetRun(HookEpilog, t0.Add(time.Minute), 31*time.Millisecond, false)
+	return m
+}
+
+func TestFormatMetrics(t *testing.T) {
+	text := string(FormatMetrics(testMetrics()))
+	t.Log("\n" + text)
+	got, err := parseProm(text)
+	if err != nil {
+		t.Fatalf("invalid exposition: %v\n%s", err, text)
+	}
+	want := map[string]float64{
+		`gpuprep_drift_events_total{kind="drift",knob="cpu.governor"}`:           3,
+		`gpuprep_drift_events_total{kind="drift",knob="thp.enabled"}`:            1,
+		`gpuprep_drift_events_total{kind="drift",knob="weird \"knob\"\\\nname"}`: 1,
+		`gpuprep_drift_events_total{kind="invariant",knob="gpu.persistence"}`:    1,
+		`gpuprep_last_run_duration_seconds{hook="prolog"}`:                       0.0125,
+		`gpuprep_last_run_duration_seconds{hook="epilog"}`:                       0.031,
+		`gpuprep_last_run_success{hook="prolog"}`:                                1,
+		`gpuprep_last_run_success{hook="epilog"}`:                                0,
+		`gpuprep_last_run_timestamp_seconds{hook="prolog"}`:                      float64(t0.Unix()),
+		`gpuprep_last_run_timestamp_seconds{hook="epilog"}`:                      float64(t0.Unix() + 60),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d series, want %d: %v", len(got), len(want), got)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-v) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	for _, name := range []string{MetricDriftEvents, MetricRunDuration, MetricRunSuccess, MetricRunTime} {
+		if !strings.Contains(text, "# HELP "+name+" ") || !strings.Contains(text, "# TYPE "+name+" ") {
+			t.Errorf("no HELP/TYPE for %s", name)
+		}
+	}
+	if !strings.Contains(text, "# TYPE gpuprep_drift_events_total counter\n") {
+		t.Error("drift events are not a counter")
+	}
+	// Empty metrics are still a valid file.
+	if _, err := parseProm(string(FormatMetrics(Metrics{}))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParserRejects: the validator itself catches what it is for.
+func TestParserRejects(t *testing.T) {
+	for _, bad := range []string{
+		"m 1",                                   // no final newline
+		"m{a=\"x\ny\"} 1\n",                     // raw newline in a label value
+		"m{a=\"x\\q\"} 1\n",                     // bad escape
+		"m{a=\"x\"}1\n",                         // no space
+		"9m 1\n",                                // bad name
+		"m one\n",                               // bad value
+		"m 1\nm 2\n",                            // duplicate series
+		"m 1\nn 1\nm{a=\"b\"} 1\n",              // not contiguous
+		"m 1\n# TYPE m gauge\n",                 // TYPE after samples
+		"# TYPE m counter\nm -1\n",              // negative counter
+		"# TYPE m gauge\n# TYPE m gauge\nm 1\n", // second TYPE
+		"# TYPE m thing\n",                      // bad type
+		"m{a=\"1\",a=\"2\"} 1\n",                // repeated label
+	} {
+		if _, err := parseProm(bad); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestWriteMetrics(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("keep"), 0o600)
+	os.Symlink(victim, filepath.Join(dir, PromFile)) // planted: replaced, not followed
+	if err := WriteMetrics(dir, testMetrics()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, PromFile)
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("%s: %v %v", path, fi.Mode(), err)
+	}
+	if readFile(t, victim) != "keep" {
+		t.Fatal("symlink target written")
+	}
+	if _, err := parseProm(readFile(t, path)); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+
+	missing := filepath.Join(t.TempDir(), "textfile")
+	if err := WriteMetrics(missing, Metrics{}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("missing dir: %v", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatal("WriteMetrics created the textfile directory")
+	}
+}

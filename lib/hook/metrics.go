@@ -1,0 +1,64 @@
+package hook
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
+	"gpuprep/lib/drift"
+	"gpuprep/lib/state"
+)
+
+// writeMetrics updates the spool's counters (drift events by knob, this
+// hook's last duration and status) and writes them to the node_exporter
+// textfile directory. Called under the node lock; failures are only logged.
+func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *Outcome, log *slog.Logger) {
+	m, err := drift.LoadMetrics(sp)
+	if err != nil {
+		log.Warn("metrics state rebuilt", "err", err)
+	}
+	if out != nil && len(out.Drift) > 0 {
+		recs := make([]drift.Record, len(out.Drift))
+		for i, f := range out.Drift {
+			recs[i] = drift.Record{Knob: f.ID.Name, Scope: f.ID.Scope, Kind: f.Kind}
+		}
+		m.AddDrift(recs)
+	}
+	m.SetRun(op, time.Now(), d, runErr == nil)
+	if err := drift.SaveMetrics(sp, m); err != nil {
+		log.Warn("metrics state not saved", "err", err)
+	}
+	if cfg.General.MetricsDir == "" {
+		return
+	}
+	if err := drift.WriteMetrics(cfg.General.MetricsDir, m); err != nil {
+		log.Warn("metrics not written", "dir", cfg.General.MetricsDir, "err", err)
+	}
+}
+
+// report is gpuprep-epilog --report: the drift history, as a table or JSON.
+func report(sp *state.Spool, f *flags, stdout, stderr io.Writer, prog string) int {
+	var since time.Time
+	if f.since > 0 {
+		since = time.Now().Add(-f.since)
+	}
+	recs, skipped, err := drift.Read(sp, since)
+	if err != nil {
+		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+	}
+	if skipped.Total() > 0 {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", prog, skipped)
+	}
+	if f.common.JSON {
+		err = drift.WriteReportJSON(stdout, recs)
+	} else {
+		err = drift.WriteReport(stdout, recs)
+	}
+	if err != nil {
+		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
+	}
+	return cli.ExitOK
+}

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gpuprep/internal/knobsnap"
+	"gpuprep/internal/testroot"
+)
+
+// hookConfig is the configuration the hook tests run with.
+const hookConfig = `
+[general]
+log_file = ""
+deadline = "60s"
+metrics_dir = ""
+[profiles.default]
+cpu_governor = "performance"
+energy_performance_preference = "performance"
+cstate_max_latency_us = 10
+thp_enabled = "never"
+thp_defrag = "never"
+vm_swappiness = 10
+kernel_numa_balancing = 0
+gpu_persistence = true
+gpu_compute_mode = "exclusive_process"
+[profiles.quiet]
+inherits = "default"
+thp_enabled = "always"
+cpu_governor = "powersave"
+`
+
+// hookNode is a simulated node with a spool and config for running the
+// hook binaries directly.
+type hookNode struct {
+	t                *testing.T
+	root, spool, cfg string
+}
+
+func newHookNode(t *testing.T) *hookNode {
+	t.Helper()
+	n := &hookNode{t: t, root: testroot.Unpack(t, "dgxh100"), spool: filepath.Join(t.TempDir(), "spool"), cfg: filepath.Join(t.TempDir(), "gpuprep.toml")}
+	if err := os.WriteFile(n.cfg, []byte(hookConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// hookCmd prepares gpuprep-<op> for job with the environment slurmd gives
+// (no PATH, no HOME), plus extra variables.
+func (n *hookNode) hookCmd(op string, job int, gpus, comment string, extra ...string) *exec.Cmd {
+	cmd := exec.Command(bin(n.t, "gpuprep-"+op), "--root", n.root, "--gpu-backend", "mock:dgxh100", "--config", n.cfg, "--state-dir", n.spool)
+	cmd.Env = append([]string{
+		"SLURM_SCRIPT_CONTEXT=" + op + "_slurmd", fmt.Sprintf("SLURM_JOB_ID=%d", job), "SLURM_JOB_USER=alice",
+		"SLURMD_NODENAME=dgxh100-01", "SLURM_JOB_GPUS=" + gpus, "SLURM_JOB_COMMENT=" + comment,
+	}, extra...)
+	return cmd
+}
+
+// hook runs gpuprep-<op> and returns its exit code and stderr.
+func (n *hookNode) hook(op string, job int, gpus, comment string, extra ...string) (int, string) {
+	cmd := n.hookCmd(op, job, gpus, comment, extra...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -int(ws.Signal()), errb.String()
+		}
+		return ee.ExitCode(), errb.String()
+	}
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return 0, errb.String()
+}
+
+func (n *hookNode) must(op string, job int, gpus, comment string) {
+	n.t.Helper()
+	if code, stderr := n.hook(op, job, gpus, comment); code != 0 {
+		n.t.Fatalf("%s job %d: exit %d: %s", op, job, code, stderr)
+	}
+}
+
+func (n *hookNode) snap() knobsnap.Snapshot {
+	s, err := knobsnap.Take(n.root)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return s
+}
+
+// checkClean says the spool holds no journal, no job record and no holders.
+func (n *hookNode) checkClean(what string) {
+	n.t.Helper()
+	if _, err := os.Lstat(filepath.Join(n.spool, "journal.json")); err == nil {
+		n.t.Fatalf("%s: journal left behind", what)
+	}
+	jobs, _ := filepath.Glob(filepath.Join(n.spool, "job-*.json"))
+	if len(jobs) > 0 {
+		n.t.Fatalf("%s: job records left: %v", what, jobs)
+	}
+	var st struct {
+		Holders map[string]any `json:"holders"`
+	}
+	b, err := os.ReadFile(filepath.Join(n.spool, "node.json"))
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		n.t.Fatalf("%s: node.json unreadable: %v", what, err)
+	}
+	if len(st.Holders) > 0 {
+		n.t.Fatalf("%s: holders left: %v", what, st.Holders)
+	}
+}
+
+// TestCrashSafety kills the prolog and the epilog (SIGKILL) at 200+ seeded
+// points across their steps, and at seeded random moments, and checks that
+// the next run puts the node back at its exact baseline every time.
+func TestCrashSafety(t *testing.T) {
+	n := newHookNode(t)
+	// One full cycle first, so the mock GPUs' saved settings exist and
+	// belong to the baseline.
+	n.must("prolog", 1, "0", "")
+	n.must("epilog", 1, "", "")
+	base := n.snap()
+
+	crashes, timed := 0, 0
+	rng := rand.New(rand.NewSource(20261129))
+	for seed := 0; crashes < 200 || timed < 40; seed++ {
+		if seed > 2000 {
+			t.Fatalf("only %d step crashes and %d timed kills after %d seeds", crashes, timed, seed)
+		}
+		job := 1000 + seed
+		gpus := []string{"0", "1,2", "3", "4,5,6,7"}[rng.Intn(4)]
+		comment := []string{"", "gpuprep=quiet"}[rng.Intn(2)]
+		shared := rng.Intn(3) == 0 // another job holds the node's knobs
+		if shared {
+			n.must("prolog", 99, "7", "")
+		}
+		phase := []string{"prolog", "epilog"}[rng.Intn(2)]
+		if phase == "epilog" {
+			n.must("prolog", job, gpus, comment)
+		}
+		var code int
+		var stderr string
+		if crashes >= 200 || (timed < 40 && rng.Intn(5) == 0) {
+			cmd := n.hookCmd(phase, job, gpus, comment)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(rng.Intn(40000)) * time.Microsecond)
+			cmd.Process.Kill()
+			cmd.Wait()
+			timed++
+		} else {
+			step := 1 + rng.Intn(14)
+			code, stderr = n.hook(phase, job, gpus, comment, fmt.Sprintf("GPUPREP_TEST_CRASH_AT=%d", step))
+			if code == -int(syscall.SIGKILL) {
+				crashes++
+			} else if code != 0 {
+				t.Fatalf("seed %d: %s exit %d: %s", seed, phase, code, stderr)
+			}
+		}
+		// The next runs recover, then finish the job's life.
+		n.must("epilog", job, "", "")
+		if shared {
+			n.must("epilog", 99, "", "")
+		}
+		if d := n.snap().Diff(base, 5); len(d) != 0 {
+			t.Fatalf("seed %d (%s killed, shared=%v): node not at baseline: %v", seed, phase, shared, d)
+		}
+		n.checkClean(fmt.Sprintf("seed %d", seed))
+	}
+	t.Logf("%d kills at journal steps, %d at random moments: baseline restored every time", crashes, timed)
+}
+
+// TestConcurrentJobs runs 50 overlapping prolog/epilog pairs on one node;
+// the node ends at its baseline with its spool intact.
+func TestConcurrentJobs(t *testing.T) {
+	n := newHookNode(t)
+	n.must("prolog", 1, "0", "")
+	n.must("epilog", 1, "", "")
+	base := n.snap()
+	var wg sync.WaitGroup
+	errs := make(chan string, 100)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			job := 2000 + i
+			gpus := fmt.Sprint(i % 8)
+			comment := []string{"", "gpuprep=quiet"}[i%2]
+			time.Sleep(time.Duration(i%7) * 3 * time.Millisecond)
+			if code, stderr := n.hook("prolog", job, gpus, comment); code != 0 {
+				errs <- fmt.Sprintf("prolog %d: exit %d: %s", job, code, stderr)
+			}
+			time.Sleep(time.Duration(i%5) * 5 * time.Millisecond)
+			if code, stderr := n.hook("epilog", job, gpus, comment); code != 0 {
+				errs <- fmt.Sprintf("epilog %d: exit %d: %s", job, code, stderr)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if d := n.snap().Diff(base, 5); len(d) != 0 {
+		t.Fatalf("node not at baseline after 50 overlapping jobs: %v", d)
+	}
+	n.checkClean("after 50 jobs")
+}
