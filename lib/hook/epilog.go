@@ -51,12 +51,12 @@ func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
 		current[h.ID.String()] = v
 	}
 	for _, h := range rec.Holds {
-		if v, ok := current[h.ID.String()]; ok && v != h.Expected {
+		if v, ok := current[h.ID.String()]; ok && plan.Drifted(h.Expected, v) {
 			out.Drift = append(out.Drift, DriftFound{ID: h.ID, Kind: "drift", Expected: h.Expected, Found: v})
 		}
 	}
 	for _, h := range rec.Invariants {
-		if v, ok := current[h.ID.String()]; ok && v != h.Expected {
+		if v, ok := current[h.ID.String()]; ok && plan.Drifted(h.Expected, v) {
 			out.Drift = append(out.Drift, DriftFound{ID: h.ID, Kind: "invariant", Expected: h.Expected, Found: v})
 		}
 	}

@@ -59,3 +59,16 @@ type MismatchError struct {
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("%s: wrote %q, read back %q", e.ID, e.Want, e.Have)
 }
+
+// ErrLeaveAlone is wrapped by Desired's error for a setting that means
+// "do not manage this knob" (cstate_max_latency_us = -1). Callers skip the
+// knob: it is neither applied nor journaled.
+var ErrLeaveAlone = errors.New("leave alone")
+
+// Unknown is the Value of a knob that can be set but not read back: a GPU's
+// locked clocks (NVML has no getter for them). Apply(Unknown) puts the knob
+// to its driver default (it unlocks the clocks), so a baseline recorded as
+// Unknown restores by resetting. A planner cannot compare Unknown with a
+// desired value: it applies a profile's setting every time, and an epilog
+// cannot tell drift on such a knob.
+const Unknown Value = "unknown"

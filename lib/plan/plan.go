@@ -125,7 +125,7 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 		if _, ok := p.State.Baseline[key]; !ok && len(p.State.Holders[key].Jobs) == 0 {
 			p.State.Baseline[key] = o.Current
 		}
-		if o.Current != target {
+		if differs(o.Current, target) {
 			p.Changes = append(p.Changes, Change{ID: o.ID, From: o.Current, To: target, Required: o.Required, Why: why})
 		}
 		h := p.State.Holders[key]
@@ -167,11 +167,24 @@ func Release(job string, holds []Hold, current map[string]knob.Value, fallback m
 			p.Skipped = append(p.Skipped, Skip{ID: hd.ID, Reason: "cannot read its current value", Required: true})
 			continue
 		}
-		if cur != target {
+		if differs(cur, target) {
 			p.Changes = append(p.Changes, Change{ID: hd.ID, From: cur, To: target, Required: true, Why: "restore"})
 		}
 	}
 	return p
+}
+
+// differs says whether a knob must be written to go from cur to target. A
+// value that cannot be read back (knob.Unknown: NVML has no getter for locked
+// clocks) always is.
+func differs(cur, target knob.Value) bool {
+	return cur != target || cur == knob.Unknown
+}
+
+// Drifted says whether a held knob's value now differs from what the job
+// expected; unknown values cannot drift.
+func Drifted(expected, found knob.Value) bool {
+	return expected != found && expected != knob.Unknown && found != knob.Unknown
 }
 
 func sortObserved(obs []Observed) []Observed {

@@ -104,3 +104,20 @@ func TestReleaseFallsBackToDefaults(t *testing.T) {
 		t.Errorf("second release changed %+v", r2.Changes)
 	}
 }
+
+// TestUnknownValuesAlwaysWritten: locked clocks cannot be read back, so they
+// are always applied and always restored, and never reported as drift.
+func TestUnknownValuesAlwaysWritten(t *testing.T) {
+	clk := knob.ID{Name: "gpu_locked_clocks_mhz", Scope: knob.GPUScope("GPU-1")}
+	p := ForJob("1", []Observed{{ID: clk, Current: knob.Unknown, Desired: "1980,1980", HasDesired: true}}, empty())
+	if len(p.Changes) != 1 {
+		t.Fatalf("lock not applied: %+v", p.Changes)
+	}
+	r := Release("1", p.Holds, map[string]knob.Value{clk.String(): knob.Unknown}, nil, p.State)
+	if len(r.Changes) != 1 || r.Changes[0].To != knob.Unknown {
+		t.Fatalf("locked clocks not reset at the end: %+v", r.Changes)
+	}
+	if Drifted("1980,1980", knob.Unknown) {
+		t.Error("an unreadable value reported as drift")
+	}
+}

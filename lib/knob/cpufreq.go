@@ -1,0 +1,237 @@
+package knob
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// cpufreqKnob is a per-CPU cpufreq attribute: cpu_governor
+// (cpufreq/scaling_governor, checked against scaling_available_governors)
+// or energy_performance_preference (cpufreq/energy_performance_preference,
+// checked against energy_performance_available_preferences; a raw EPP
+// number 0..255 is allowed too). Its Value follows the per-CPU scheme
+// (percpu.go). It is unsupported when the first CPU in scope has no such
+// file: no cpufreq in a VM, no EPP with acpi-cpufreq or on Grace.
+//
+// Order matters on intel_pstate: with the performance governor the driver
+// refuses any EPP but "performance" (EBUSY), and switching to performance
+// sets EPP to 0 itself. Apply and restore the governor before the EPP.
+type cpufreqKnob struct {
+	id    ID
+	f     files
+	cpus  *cpuScope
+	file  string // under cpufreq/
+	avail string // the list of accepted words, under cpufreq/
+	epp   bool
+}
+
+func newGovernor(f files, cpus *cpuScope) *cpufreqKnob {
+	return &cpufreqKnob{id: ID{"cpu_governor", NodeScope}, f: f, cpus: cpus,
+		file: "scaling_governor", avail: "scaling_available_governors"}
+}
+
+func newEPP(f files, cpus *cpuScope) *cpufreqKnob {
+	return &cpufreqKnob{id: ID{"energy_performance_preference", NodeScope}, f: f, cpus: cpus,
+		file: "energy_performance_preference", avail: "energy_performance_available_preferences", epp: true}
+}
+
+func (k *cpufreqKnob) ID() ID { return k.id }
+
+func (k *cpufreqKnob) path(cpu int) string { return cpuFile(cpu, "cpufreq/"+k.file) }
+
+// readAll reads every CPU's file once.
+func (k *cpufreqKnob) readAll() ([]int, []string, error) {
+	ids, err := k.cpus.list()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	vals := make([]string, len(ids))
+	for i, c := range ids {
+		p := k.path(c)
+		s, err := k.f.ReadString(p)
+		if err != nil {
+			if i == 0 && notExist(err) {
+				return nil, nil, unsupported(k.id, p)
+			}
+			return nil, nil, fmt.Errorf("%s: %w", k.id, err)
+		}
+		if !isWord(s) {
+			return nil, nil, fmt.Errorf("%s: %w", k.id, garbage(p, s, "one word"))
+		}
+		vals[i] = s
+	}
+	return ids, vals, nil
+}
+
+func (k *cpufreqKnob) Read() (Value, error) {
+	ids, vals, err := k.readAll()
+	if err != nil {
+		return "", err
+	}
+	return formatPerCPU(ids, vals), nil
+}
+
+// canon is the canonical spelling of one CPU's value: lower case; for EPP
+// a number 0..255 in decimal. Desired refuses EPP "default" (strict): the
+// driver turns it into the boot-time preference and never reads it back,
+// so it could never be verified nor compared; Apply lets it through.
+func (k *cpufreqKnob) canon(s string, strict bool) (string, error) {
+	w := strings.ToLower(strings.TrimSpace(s))
+	if !isWord(w) {
+		return "", fmt.Errorf("%s: %q is not a %s", k.id, clip(s), k.what())
+	}
+	if k.epp {
+		if n, err := strconv.Atoi(w); err == nil {
+			if n < 0 || n > 255 {
+				return "", fmt.Errorf("%s: %q: a raw preference must be 0..255", k.id, s)
+			}
+			return strconv.Itoa(n), nil
+		}
+		if w == "default" && strict {
+			return "", fmt.Errorf("%s: %q cannot be verified (the driver reads it back as the boot-time preference); name the preference instead", k.id, s)
+		}
+	}
+	return w, nil
+}
+
+func (k *cpufreqKnob) what() string {
+	if k.epp {
+		return "energy performance preference"
+	}
+	return "governor"
+}
+
+// available reads the accepted words from the first CPU in scope.
+func (k *cpufreqKnob) available() ([]string, error) {
+	ids, err := k.cpus.list()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	p := cpuFile(ids[0], "cpufreq/"+k.avail)
+	s, err := k.f.ReadString(p)
+	if err != nil {
+		if notExist(err) {
+			return nil, unsupported(k.id, p)
+		}
+		return nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	words := strings.Fields(s)
+	for _, w := range words {
+		if !isWord(w) {
+			return nil, fmt.Errorf("%s: %w", k.id, garbage(p, s, "a list of words"))
+		}
+	}
+	return words, nil
+}
+
+// check refuses a word the driver does not offer (numbers are EPP's raw
+// values, which the driver does not list).
+func (k *cpufreqKnob) check(w string, avail []string) error {
+	if _, err := strconv.Atoi(w); err == nil && k.epp {
+		return nil
+	}
+	if !slices.Contains(avail, w) {
+		return fmt.Errorf("%s: %q is not an available %s (available: %s)", k.id, w, k.what(), strings.Join(avail, " "))
+	}
+	return nil
+}
+
+// Desired accepts one value for every CPU ("performance") or the per-CPU
+// form; each word must be one the driver offers (scaling_available_governors
+// or energy_performance_available_preferences of the first CPU in scope).
+func (k *cpufreqKnob) Desired(setting string) (Value, error) {
+	avail, err := k.available()
+	if err != nil {
+		return "", err
+	}
+	if !isPerCPU(Value(setting)) {
+		w, err := k.canon(setting, true)
+		if err != nil {
+			return "", err
+		}
+		if err := k.check(w, avail); err != nil {
+			return "", err
+		}
+		return Value(w), nil
+	}
+	vals, err := k.canonAll(Value(strings.TrimSpace(setting)), true)
+	if err != nil {
+		return "", err
+	}
+	for _, w := range vals {
+		if err := k.check(w, avail); err != nil {
+			return "", err
+		}
+	}
+	ids, _ := k.cpus.list()
+	return formatPerCPU(ids, vals), nil
+}
+
+// canonAll splits v into the CPUs' canonical values.
+func (k *cpufreqKnob) canonAll(v Value, strict bool) ([]string, error) {
+	vals, err := parsePerCPU(v, k.cpus)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	done := map[string]string{}
+	for i, s := range vals {
+		w, ok := done[s]
+		if !ok {
+			if w, err = k.canon(s, strict); err != nil {
+				return nil, err
+			}
+			done[s] = w
+		}
+		vals[i] = w
+	}
+	return vals, nil
+}
+
+// Apply writes each CPU whose value differs (one read of every CPU first,
+// then one write and read-back per changed CPU) and compares the result.
+//
+// CPUs that share a cpufreq policy share the file: a value giving them
+// different words cannot hold, and comes back as a mismatch only if the
+// last write of the policy is not the one compared; values read from a
+// kernel never ask for that.
+func (k *cpufreqKnob) Apply(v Value) error {
+	want, err := k.canonAll(v, false)
+	if err != nil {
+		return err
+	}
+	ids, cur, err := k.readAll()
+	if err != nil {
+		return err
+	}
+	for i, c := range ids {
+		if cur[i] == want[i] {
+			continue
+		}
+		p := k.path(c)
+		got, err := k.f.WriteFile(p, want[i])
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.id, err)
+		}
+		if !isWord(got) {
+			return fmt.Errorf("%s: %w", k.id, garbage(p, got, "one word"))
+		}
+		cur[i] = got
+	}
+	have, wantV := formatPerCPU(ids, cur), formatPerCPU(ids, want)
+	if have == wantV {
+		return nil
+	}
+	mm := &MismatchError{ID: k.id, Want: wantV, Have: have}
+	if k.epp {
+		for i := range want {
+			if _, err := strconv.Atoi(want[i]); err == nil && cur[i] != want[i] {
+				if _, err := strconv.Atoi(cur[i]); err != nil {
+					return fmt.Errorf("%w (the driver shows the raw preference %s as %q: set the name instead)", mm, want[i], cur[i])
+				}
+			}
+		}
+	}
+	return mm
+}
