@@ -25,7 +25,7 @@ func TestHooksInSlurm(t *testing.T) {
 	strict := hookConfig + `
 [profiles.strict]
 inherits = "default"
-cpu_governor = "turbo"
+cpu_governor = "userspace" # intel_pstate offers only performance and powersave
 required = ["cpu_governor"]
 `
 	if err := os.WriteFile(n.cfg, []byte(strict), 0o644); err != nil {
@@ -63,7 +63,8 @@ required = ["cpu_governor"]
 	swappiness := filepath.Join(n.root, "proc/sys/vm/swappiness")
 
 	// 1. The profile is applied when the job starts.
-	out := c.MustSrun("--gres=gpu:2", "cat", gov, swappiness)
+	// (Files written by gpuprep on a fixture root have no trailing newline.)
+	out := c.MustSrun("--gres=gpu:2", "sh", "-c", `echo "$(cat `+gov+`) $(cat `+swappiness+`)"`)
 	if got := strings.Fields(out); len(got) != 2 || got[0] != "performance" || got[1] != "10" {
 		t.Fatalf("inside the job: governor, swappiness = %q", out)
 	}
