@@ -35,6 +35,7 @@ func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
 	if err != nil {
 		return out, nodeErrorf("spool: %v", err)
 	}
+	dropStale(o, &st, out.Job)
 	knobs := catalog(o, gpusByUUID(allGPUs(o), rec.GPUs))
 	current := map[string]knob.Value{}
 	for _, h := range append(append([]plan.Hold(nil), rec.Holds...), rec.Invariants...) {

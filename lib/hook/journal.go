@@ -97,3 +97,31 @@ func commit(sp *state.Spool, st plan.NodeState, job string, rec *JobRecord) erro
 	crashPoint()
 	return nil
 }
+
+// dropStale removes holders whose job has no record: a run that died between
+// writing the node state and the job record (no journal covers a run that
+// changes no knob). Under the node lock every live holder has a record, so
+// this never drops a running job. except names the job being run.
+func dropStale(o *Options, st *plan.NodeState, except string) {
+	live := map[string]bool{except: true}
+	for key, h := range st.Holders {
+		var keep []string
+		for _, j := range h.Jobs {
+			if _, known := live[j]; !known {
+				found, err := o.Spool.ReadJSON(jobFile(j), &JobRecord{})
+				live[j] = found || err != nil
+			}
+			if live[j] {
+				keep = append(keep, j)
+			} else {
+				o.Log.Warn("dropping a stale holder", "knob", key, "job", j)
+			}
+		}
+		if len(keep) == 0 {
+			delete(st.Holders, key)
+		} else {
+			h.Jobs = keep
+			st.Holders[key] = h
+		}
+	}
+}

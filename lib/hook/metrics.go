@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"gpuprep/lib/cli"
@@ -16,6 +17,13 @@ import (
 // hook's last duration and status) and writes them to the node_exporter
 // textfile directory. Called under the node lock; failures are only logged.
 func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *Outcome, log *slog.Logger) {
+	if cfg.General.MetricsDir == "" {
+		return
+	}
+	if fi, err := os.Stat(cfg.General.MetricsDir); err != nil || !fi.IsDir() {
+		log.Debug("no metrics: textfile directory absent", "dir", cfg.General.MetricsDir)
+		return
+	}
 	m, err := drift.LoadMetrics(sp)
 	if err != nil {
 		log.Warn("metrics state rebuilt", "err", err)
@@ -30,9 +38,6 @@ func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duratio
 	m.SetRun(op, time.Now(), d, runErr == nil)
 	if err := drift.SaveMetrics(sp, m); err != nil {
 		log.Warn("metrics state not saved", "err", err)
-	}
-	if cfg.General.MetricsDir == "" {
-		return
 	}
 	if err := drift.WriteMetrics(cfg.General.MetricsDir, m); err != nil {
 		log.Warn("metrics not written", "dir", cfg.General.MetricsDir, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"gpuprep/lib/config"
@@ -65,6 +66,7 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	if err != nil {
 		return out, nodeErrorf("spool: %v", err)
 	}
+	dropStale(o, &st, out.Job)
 	knobs := catalog(o, gpus)
 	obs := observe(knobs, prof)
 	p := plan.ForJob(out.Job, obs, st)
@@ -83,6 +85,26 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	if err != nil {
 		return out, nodeErrorf("spool: %v", err)
 	}
+	rec := &JobRecord{Job: out.Job, User: o.Job.User, Profile: sel.Profile, Started: o.now(), Holds: p.Holds, Invariants: invariants(knobs, prof)}
+	for _, g := range gpus {
+		rec.GPUs = append(rec.GPUs, g.UUID)
+	}
+	if len(p.Changes) == 0 {
+		// Nothing to write to the node: no journal needed. The node state
+		// goes first; if the run dies before the job record, the holders it
+		// names are stale and the next run drops them (dropStale).
+		if before != nil && reflect.DeepEqual(before.Holds, rec.Holds) && reflect.DeepEqual(st, p.State) {
+			return out, nil // the same job's prolog again: nothing at all to do
+		}
+		if err := o.Spool.WriteJSON(nodeFile, p.State); err != nil {
+			return out, nodeErrorf("spool: %v", err)
+		}
+		crashPoint()
+		if err := o.Spool.WriteJSON(jobFile(out.Job), rec); err != nil {
+			return out, nodeErrorf("spool: %v", err)
+		}
+		return out, nil
+	}
 	if err := writeJournal(o.Spool, &Journal{Op: "prolog", Job: out.Job, Started: o.now(), Changes: p.Changes, NodeBefore: st, JobBefore: before}); err != nil {
 		return out, nodeErrorf("%v", err)
 	}
@@ -95,10 +117,7 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	out.Warnings = append(out.Warnings, warns...)
 	dropFailed(p, st, p.Changes, done)
 	out.Holds = p.Holds
-	rec := &JobRecord{Job: out.Job, User: o.Job.User, Profile: sel.Profile, Started: o.now(), Holds: p.Holds, Invariants: invariants(knobs, prof)}
-	for _, g := range gpus {
-		rec.GPUs = append(rec.GPUs, g.UUID)
-	}
+	rec.Holds = p.Holds
 	if err := commit(o.Spool, p.State, out.Job, rec); err != nil {
 		return out, nodeErrorf("spool: %v", err)
 	}

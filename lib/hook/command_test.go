@@ -1,0 +1,103 @@
+package hook
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuprep/internal/testroot"
+)
+
+// mainRun runs Main with a Slurm-like environment.
+func mainRun(op string, env map[string]string, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(op, args, func(k string) string { return env[k] }, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestMainBadInputAndSafety(t *testing.T) {
+	dir := t.TempDir()
+	root := testroot.Shared(t, "h200x2")
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte("[general]\nlog_file = \"\"\nmetrics_dir = \"\"\n"), 0o644)
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[general]\nlog_file = \"\"\n[profiles.default]\nvm_swappiness = 500\n"), 0o644)
+	realSpool := filepath.Join(dir, "spool")
+	os.Mkdir(realSpool, 0o700)
+	link := filepath.Join(dir, "spool-link")
+	os.Symlink(realSpool, link)
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	env := map[string]string{"SLURM_JOB_ID": "42", "SLURM_JOB_USER": "bob", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
+	base := []string{"--root", root, "--gpu-backend", "procfs"}
+
+	cases := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"check-config good", env, []string{"--config", good, "--check-config"}, 0, ""},
+		{"check-config bad", env, []string{"--config", bad, "--check-config"}, 2, "bad.toml:4:"},
+		{"bad config in a run", env, []string{"--config", bad, "--state-dir", realSpool}, 2, "vm_swappiness = 500"},
+		{"state dir is a symlink", env, []string{"--config", good, "--state-dir", link}, 1, "symlink"},
+		{"state dir writable by others", env, []string{"--config", good, "--state-dir", open}, 1, "writable"},
+		{"no job id", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, "SLURM_JOB_ID"},
+		{"odd GPU list", map[string]string{"SLURM_JOB_ID": "1", "SLURM_JOB_GPUS": "0,x", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, "SLURM_JOB_GPUS"},
+		{"a user's typo never fails", map[string]string{"SLURM_JOB_ID": "2", "SLURM_JOB_COMMENT": "gpuprep=benchmrak", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := mainRun("prolog", c.env, append(append([]string{}, base...), c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.stderr) {
+				t.Fatalf("exit %d (want %d), stderr %q (want %q)", code, c.code, stderr, c.stderr)
+			}
+			// Under slurmd the first stderr line is the drain reason:
+			// nothing else may be written there.
+			if c.code != 0 && (strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpuprep-prolog: ")) {
+				t.Errorf("stderr is not one reason line: %q", stderr)
+			}
+		})
+	}
+}
+
+func TestMainMetricsAndReport(t *testing.T) {
+	dir := t.TempDir()
+	root := testroot.Unpack(t, "h200x2")
+	metrics := filepath.Join(dir, "textfile")
+	os.Mkdir(metrics, 0o755)
+	cfg := filepath.Join(dir, "g.toml")
+	os.WriteFile(cfg, []byte("[general]\nlog_file = \"\"\nmetrics_dir = \""+metrics+"\"\n[profiles.default]\nvm_swappiness = 10\n"), 0o644)
+	spool := filepath.Join(dir, "spool")
+	args := []string{"--root", root, "--gpu-backend", "procfs", "--config", cfg, "--state-dir", spool}
+	env := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "carol", "SLURMD_NODENAME": "vm", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
+	if code, _, stderr := mainRun("prolog", env, args...); code != 0 {
+		t.Fatalf("prolog: %d %s", code, stderr)
+	}
+	os.WriteFile(filepath.Join(root, "proc/sys/vm/swappiness"), []byte("77\n"), 0o644)
+	env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmd"
+	if code, _, stderr := mainRun("epilog", env, args...); code != 0 {
+		t.Fatalf("epilog: %d %s", code, stderr)
+	}
+	prom, err := os.ReadFile(filepath.Join(metrics, "gpuprep.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`gpuprep_drift_events_total{kind="drift",knob="vm_swappiness"} 1`, `gpuprep_last_run_success{hook="prolog"} 1`, `gpuprep_last_run_success{hook="epilog"} 1`} {
+		if !strings.Contains(string(prom), want) {
+			t.Errorf("metrics lack %s:\n%s", want, prom)
+		}
+	}
+	code, out, _ := mainRun("epilog", nil, "--config", cfg, "--state-dir", spool, "--report")
+	if code != 0 || !strings.Contains(out, "vm_swappiness") || !strings.Contains(out, "carol") {
+		t.Errorf("--report: %d\n%s", code, out)
+	}
+	code, out, _ = mainRun("epilog", nil, "--config", cfg, "--state-dir", spool, "--report", "--json")
+	if code != 0 || !strings.Contains(out, `"found": "77"`) && !strings.Contains(out, `"found":"77"`) {
+		t.Errorf("--report --json: %d\n%s", code, out)
+	}
+}
