@@ -44,4 +44,39 @@ step "The fix it suggests: NUMA nodes as sockets in the node line" \
   "gpuprep-gres --format slurm --numa-as-socket (dgxa100)"
 bin/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm --numa-as-socket
 
-printf '\nProlog, epilog and srunwrap join this demo as their issues land.\n'
+# --- A job's life: prolog, a drift, epilog -------------------------------
+spool=$(mktemp -d /tmp/gpuprep-demo-spool.XXXXXX)
+trap 'rm -rf "$root" "$root2" "$spool"' EXIT
+mkdir -p "$spool/textfile"
+cat >"$spool/gpuprep.toml" <<TOML
+[general]
+log_file = ""
+metrics_dir = "$spool/textfile"
+TOML
+hook=(--root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --state-dir "$spool/state")
+# What slurmd gives the hooks for job 4242 on GPUs 0 and 1:
+export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1 SLURMD_NODENAME=dgxh100-01
+gov="$root/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+
+step "Job 4242 starts: the prolog's plan for the default profile" "gpuprep-prolog --dry-run"
+bin/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null
+
+step "The prolog applies it (journal first; the log names every change)" "gpuprep-prolog"
+echo "cpu0 governor before: $(cat "$gov")"
+bin/gpuprep-prolog "${hook[@]}"
+echo "cpu0 governor now:    $(cat "$gov")"
+
+step "During the job something turns NUMA balancing back on" "echo 1 > /proc/sys/kernel/numa_balancing"
+echo 1 > "$root/proc/sys/kernel/numa_balancing"
+
+step "Job 4242 ends: the epilog records the drift and restores the baseline" "gpuprep-epilog"
+bin/gpuprep-epilog "${hook[@]}"
+echo "cpu0 governor after:  $(cat "$gov")"
+
+step "Whoever is on call: the drift history" "gpuprep-epilog --report"
+bin/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report
+
+step "Metrics for node_exporter's textfile collector" "cat gpuprep.prom"
+grep -v '^#' "$spool/textfile/gpuprep.prom"
+
+printf '\nsrunwrap (per-rank binding) joins this demo when its issue lands.\n'
