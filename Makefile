@@ -42,6 +42,7 @@ demo: build
 
 bench: build
 	bash test/bench.sh
+	bash test/bench-hooks.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/cpuset

@@ -125,6 +125,7 @@ func (n *hookNode) checkClean(what string) {
 // points across their steps, and at seeded random moments, and checks that
 // the next run puts the node back at its exact baseline every time.
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	n := newHookNode(t)
 	// One full cycle first, so the mock GPUs' saved settings exist and
 	// belong to the baseline.
@@ -185,6 +186,7 @@ func TestCrashSafety(t *testing.T) {
 // TestConcurrentJobs runs 50 overlapping prolog/epilog pairs on one node;
 // the node ends at its baseline with its spool intact.
 func TestConcurrentJobs(t *testing.T) {
+	t.Parallel()
 	n := newHookNode(t)
 	n.must("prolog", 1, "0", "")
 	n.must("epilog", 1, "", "")

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Part of make bench: gpuprep-prolog and gpuprep-epilog whole-process times on
+# the simulated 8-GPU node (test/hookbench.py), then what users feel in a real
+# Slurm: srun -n1 true with gpuprep hooks against `exit 0` hooks, interleaved
+# (test/e2e/srun_overhead_test.go, built with -tags bench; needs root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(mktemp -d /tmp/gpuprep-bench.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+tar xzf test/roots/dgxh100.tar.gz -C "$root"
+python3 test/hookbench.py "$root" "${RUNS:-40}" bin
+if [ "$(id -u)" = 0 ]; then
+  bash test/install-deps.sh >/dev/null
+  CGO_CFLAGS=-Wno-deprecated-declarations go test -count=1 -tags bench -run TestSrunOverhead -v ./test/e2e 2>&1 | grep -E 'gpuprep adds|FAIL|ok'
+fi
