@@ -12,7 +12,9 @@ var gov = knob.ID{Name: "cpu_governor", Scope: knob.NodeScope}
 var thp = knob.ID{Name: "thp_enabled", Scope: knob.NodeScope}
 var pers = knob.ID{Name: "gpu_persistence", Scope: knob.GPUScope("GPU-1")}
 
-func empty() NodeState { return NodeState{Baseline: map[string]knob.Value{}, Holders: map[string]Holding{}} }
+func empty() NodeState {
+	return NodeState{Baseline: map[string]knob.Value{}, Holders: map[string]Holding{}}
+}
 
 func TestForJobChangesAndRecordsBaseline(t *testing.T) {
 	obs := []Observed{
