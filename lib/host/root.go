@@ -236,12 +236,17 @@ func (r Root) Resolve(p string) (string, error) {
 // accept a write and keep another value (an unsupported governor, a clamped
 // number); the read-back value is returned so the caller can verify.
 func (r Root) WriteFile(p, value string) (string, error) {
-	f, err := os.OpenFile(r.Path(p), os.O_WRONLY|os.O_TRUNC, 0)
+	full := r.Path(p)
+	fd, err := unix.Open(full, unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return "", &fs.PathError{Op: "open", Path: full, Err: err}
 	}
-	_, werr := f.WriteString(value)
-	cerr := f.Close()
+	// sysfs takes an attribute in one write; a short write is an error.
+	n, werr := unix.Write(fd, []byte(value))
+	cerr := unix.Close(fd)
+	if werr == nil && n != len(value) {
+		werr = io.ErrShortWrite
+	}
 	if werr != nil {
 		return "", fmt.Errorf("write %q to %s: %w", value, p, werr)
 	}
