@@ -5,7 +5,9 @@
 # (test/e2e/srun_overhead_test.go, built with -tags bench; needs root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(mktemp -d /tmp/gpuprep-bench.XXXXXX)
+# The simulated sysfs on tmpfs when there is one (a real sysfs is in memory);
+# the spool under /tmp, on disk like /var/lib/gpuprep.
+root=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/gpuprep-bench.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 tar xzf test/roots/dgxh100.tar.gz -C "$root"
 python3 test/hookbench.py "$root" "${RUNS:-40}" bin

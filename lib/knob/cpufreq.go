@@ -48,19 +48,23 @@ func (k *cpufreqKnob) readAll() ([]int, []string, error) {
 		return nil, nil, fmt.Errorf("%s: %w", k.id, err)
 	}
 	vals := make([]string, len(ids))
-	for i, c := range ids {
-		p := k.path(c)
+	err = forEach(len(ids), func(i int) error {
+		p := k.path(ids[i])
 		s, err := k.f.ReadString(p)
 		if err != nil {
 			if i == 0 && notExist(err) {
-				return nil, nil, unsupported(k.id, p)
+				return unsupported(k.id, p)
 			}
-			return nil, nil, fmt.Errorf("%s: %w", k.id, err)
+			return fmt.Errorf("%s: %w", k.id, err)
 		}
 		if !isWord(s) {
-			return nil, nil, fmt.Errorf("%s: %w", k.id, garbage(p, s, "one word"))
+			return fmt.Errorf("%s: %w", k.id, garbage(p, s, "one word"))
 		}
 		vals[i] = s
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return ids, vals, nil
 }
@@ -205,11 +209,11 @@ func (k *cpufreqKnob) Apply(v Value) error {
 	if err != nil {
 		return err
 	}
-	for i, c := range ids {
+	err = forEach(len(ids), func(i int) error {
 		if cur[i] == want[i] {
-			continue
+			return nil
 		}
-		p := k.path(c)
+		p := k.path(ids[i])
 		got, err := k.f.WriteFile(p, want[i])
 		if err != nil {
 			return fmt.Errorf("%s: %w", k.id, err)
@@ -218,6 +222,10 @@ func (k *cpufreqKnob) Apply(v Value) error {
 			return fmt.Errorf("%s: %w", k.id, garbage(p, got, "one word"))
 		}
 		cur[i] = got
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	have, wantV := formatPerCPU(ids, cur), formatPerCPU(ids, want)
 	if have == wantV {

@@ -100,19 +100,23 @@ func (k *cstateKnob) readAll() ([]int, []string, []bool, error) {
 		return nil, nil, nil, err
 	}
 	off := make([]bool, len(ids)*len(states))
-	for i, c := range ids {
+	err = forEach(len(ids), func(i int) error {
 		for j, st := range states {
-			p := k.disablePath(c, st)
+			p := k.disablePath(ids[i], st)
 			s, err := k.f.ReadString(p)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("%s: %w", k.id, err)
+				return fmt.Errorf("%s: %w", k.id, err)
 			}
 			b, ok := parseFlag(s)
 			if !ok {
-				return nil, nil, nil, fmt.Errorf("%s: %w", k.id, garbage(p, s, "0 or 1"))
+				return fmt.Errorf("%s: %w", k.id, garbage(p, s, "0 or 1"))
 			}
 			off[i*len(states)+j] = b
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return ids, states, off, nil
 }
@@ -232,13 +236,13 @@ func (k *cstateKnob) Apply(v Value) error {
 			return err
 		}
 	}
-	for i, c := range ids {
+	err = forEach(len(ids), func(i int) error {
 		for j, st := range states {
 			x := i*len(states) + j
 			if cur[x] == want[x] {
 				continue
 			}
-			p, w := k.disablePath(c, st), "0"
+			p, w := k.disablePath(ids[i], st), "0"
 			if want[x] {
 				w = "1"
 			}
@@ -252,6 +256,10 @@ func (k *cstateKnob) Apply(v Value) error {
 			}
 			cur[x] = b
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	have, wantV := formatOff(ids, states, cur), formatOff(ids, states, want)
 	if have != wantV {

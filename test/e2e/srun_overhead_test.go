@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -20,9 +21,34 @@ import (
 // wrapper, which picks gpuprep when a flag file exists.
 func TestSrunOverhead(t *testing.T) {
 	n := newHookNode(t)
+	// A real node's sysfs lives in memory: keep the simulated one on tmpfs
+	// too when there is one, so its 224 per-CPU files cost what sysfs costs
+	// rather than a disk's journal. The spool stays on disk, as
+	// /var/lib/gpuprep does.
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		shm, err := os.MkdirTemp("/dev/shm", "gpuprep-bench-root-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(shm) })
+		if err := exec.Command("cp", "-a", n.root+"/.", shm).Run(); err != nil {
+			t.Fatal(err)
+		}
+		n.root = shm
+	}
 	flag := filepath.Join(t.TempDir(), "use-gpuprep")
 	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
+	// GPUPREP_BENCH_HOOKS=prolog (or epilog) puts only that hook in the
+	// comparison, to see where the time goes.
+	only := os.Getenv("GPUPREP_BENCH_HOOKS")
 	hook := func(op string) string {
+		if only != "" && only != op {
+			return "#!/bin/sh\nexit 0\n"
+		}
+		if d := os.Getenv("GPUPREP_BENCH_SLEEP"); d != "" {
+			// Calibration: a hook that only sleeps as long as gpuprep runs.
+			return "#!/bin/sh\n[ -e " + flag + " ] && exec /bin/sleep " + d + "\nexit 0\n"
+		}
 		return "#!/bin/sh\n[ -e " + flag + " ] && exec " + bin(t, "gpuprep-"+op) + args + "\nexit 0\n"
 	}
 	c := slurmharness.Start(t, slurmharness.Options{
