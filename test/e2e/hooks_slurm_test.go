@@ -22,7 +22,8 @@ import (
 func TestHooksInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
-	strict := hookConfig + `
+	// drain_reason: the prolog also sets the node's drain reason itself.
+	strict := strings.Replace(hookConfig, `deadline = "60s"`, "deadline = \"60s\"\ndrain_reason = true", 1) + `
 [profiles.strict]
 inherits = "default"
 cpu_governor = "userspace" # intel_pstate offers only performance and powersave
@@ -92,6 +93,9 @@ required = ["cpu_governor"]
 	st, reason := c.NodeState()
 	if !strings.HasPrefix(st, "drain") {
 		t.Errorf("node state %q (reason %q), want drained", st, reason)
+	}
+	if !strings.Contains(reason, "gpuprep-prolog: required knob cpu_governor") {
+		t.Errorf("drain reason %q, want gpuprep's (drain_reason = true)", reason)
 	}
 	if log := c.SlurmdLog(); !strings.Contains(log, "gpuprep-prolog: required knob cpu_governor") {
 		t.Errorf("slurmd.log lacks gpuprep's reason:\n%s", c.LogTails(30))
