@@ -17,14 +17,7 @@ import (
 // (garbage in sysfs, knobs being tuned) use Unpack.
 func Shared(t testing.TB, name string) string {
 	t.Helper()
-	archive, err := Archive(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatalf("testroot: fixture %q: %v", name, err)
-	}
+	f := openArchive(t, name)
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {

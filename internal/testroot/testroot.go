@@ -74,6 +74,18 @@ func Names() []string {
 // the test and returns it.
 func Unpack(t testing.TB, name string) string {
 	t.Helper()
+	f := openArchive(t, name)
+	defer f.Close()
+	dir := t.TempDir()
+	if err := Extract(f, dir); err != nil {
+		t.Fatalf("testroot: fixture %q: %v", name, err)
+	}
+	return dir
+}
+
+// openArchive opens test/roots/<name>.tar.gz or fails the test.
+func openArchive(t testing.TB, name string) *os.File {
+	t.Helper()
 	archive, err := Archive(name)
 	if err != nil {
 		t.Fatal(err)
@@ -82,12 +94,7 @@ func Unpack(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatalf("testroot: fixture %q: %v", name, err)
 	}
-	defer f.Close()
-	dir := t.TempDir()
-	if err := Extract(f, dir); err != nil {
-		t.Fatalf("testroot: fixture %q: %v", name, err)
-	}
-	return dir
+	return f
 }
 
 // Extract unpacks a .tar.gz stream into dir, which must exist.

@@ -2,10 +2,10 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +97,7 @@ func checkGres(g *GresSection, ps *problems) {
 		ps.add([]string{"gres", "name"}, "gres.name = %q: must be lower-case letters, digits and _ (Slurm's GresTypes name, usually \"gpu\")", g.Name)
 	}
 	seen := map[string]string{}
-	for _, from := range sortedKeys(g.TypeNames) {
+	for _, from := range slices.Sorted(maps.Keys(g.TypeNames)) {
 		key := []string{"gres", "type_names", from}
 		to := g.TypeNames[from]
 		if !wordRE.MatchString(from) {
@@ -114,7 +114,7 @@ func checkGres(g *GresSection, ps *problems) {
 }
 
 func checkMIG(m *MIGSection, ps *problems) {
-	for _, sel := range sortedKeys(m.Layout) {
+	for _, sel := range slices.Sorted(maps.Keys(m.Layout)) {
 		key := []string{"mig", "layout", sel}
 		if n, err := strconv.Atoi(sel); err == nil {
 			if n < 0 || n > maxMIGIndex {
@@ -239,13 +239,4 @@ func didYouMean(s string, candidates []string) string {
 		return ` (did you mean "` + c + `"?)`
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,9 +3,10 @@ package drift
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,11 +48,11 @@ func FormatMetrics(m Metrics) []byte {
 		if kind == KindInvariant {
 			counts = m.InvariantEvents
 		}
-		for _, knob := range sortedKeys(counts) {
+		for _, knob := range slices.Sorted(maps.Keys(counts)) {
 			sample(&b, MetricDriftEvents, float64(counts[knob]), "kind", kind, "knob", knob)
 		}
 	}
-	hooks := sortedKeys(m.Runs)
+	hooks := slices.Sorted(maps.Keys(m.Runs))
 	family(&b, MetricRunDuration, "gauge", "Wall time of the hook's last run, in seconds.")
 	for _, h := range hooks {
 		sample(&b, MetricRunDuration, m.Runs[h].Duration, "hook", h)
@@ -113,13 +114,4 @@ func formatValue(v float64) string {
 		return "NaN"
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -41,3 +41,16 @@ func TestMockSettingsPersistAcrossOpens(t *testing.T) {
 		t.Error("fresh root does not start with persistence on")
 	}
 }
+
+func TestWithoutNVLinks(t *testing.T) {
+	b, err := OpenMock("dgxh100", host.NewRoot(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, _ := b.Devices()
+	WithoutNVLinks(b)
+	without, _ := b.Devices()
+	if with[0].NVLinks == nil || without[0].NVLinks != nil || without[0].UUID != with[0].UUID || !without[0].CPUAffinity.Equal(with[0].CPUAffinity) {
+		t.Errorf("with %v / without %v", with[0].NVLinks, without[0].NVLinks)
+	}
+}

@@ -29,6 +29,8 @@ type NVML struct {
 	// fallbackMinors, when set, stands in for the root's mig-minors when
 	// the root has none (a mock on the host's "/").
 	fallbackMinors func() MIGMinors
+	// skipLinks leaves NVLinks out of Devices (see WithoutNVLinks).
+	skipLinks bool
 
 	closeOnce sync.Once
 }
@@ -112,4 +114,14 @@ func (e nvmlErr) Error() string { return e.ret.Error() }
 func (e nvmlErr) Unwrap() error { return e.ret }
 func (e nvmlErr) Is(target error) bool {
 	return target == ErrUnsupported && e.ret == nvml.ERROR_NOT_SUPPORTED
+}
+
+// WithoutNVLinks makes b's Devices leave NVLinks nil when b queries them one
+// link at a time (nvml, mock): the prolog and epilog, which run before and
+// after every job, need the GPUs but not their links (18 per GPU on an HGX
+// board, two NVML calls each). Other backends are left as they are.
+func WithoutNVLinks(b Backend) {
+	if n, ok := b.(*NVML); ok {
+		n.skipLinks = true
+	}
 }

@@ -29,8 +29,10 @@ func (b *NVML) Devices() ([]Device, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ends[i], err = nvlinkEnds(h, i); err != nil {
-			return nil, err
+		if !b.skipLinks {
+			if ends[i], err = nvlinkEnds(h, i); err != nil {
+				return nil, err
+			}
 		}
 		if d.MIG, err = migState(h, i, b.real); err != nil {
 			return nil, err
@@ -54,9 +56,11 @@ func (b *NVML) Devices() ([]Device, error) {
 	for i := range devs {
 		busIDs[i] = devs[i].BusID
 	}
-	links := countNVLinks(busIDs, ends)
-	for i := range devs {
-		devs[i].NVLinks = links[i]
+	if !b.skipLinks {
+		links := countNVLinks(busIDs, ends)
+		for i := range devs {
+			devs[i].NVLinks = links[i]
+		}
 	}
 	sort.SliceStable(devs, func(a, c int) bool { return devs[a].BusID < devs[c].BusID })
 	return devs, nil

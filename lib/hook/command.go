@@ -12,6 +12,7 @@ import (
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -129,6 +130,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	defer backend.Close()
+	gpu.WithoutNVLinks(backend) // knobs need the GPUs, not their links
 	node := job.NodeName
 	if node == "" {
 		node, _ = os.Hostname()
