@@ -80,7 +80,7 @@ func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
 	for _, c := range p.Changes {
 		crashPoint()
 		if err := knobs[c.ID.String()].Apply(c.To); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", c.ID, err))
+			failed = append(failed, about(c.ID, err))
 		}
 	}
 	if len(failed) > 0 {

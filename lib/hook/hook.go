@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"gpuprep/lib/config"
@@ -121,4 +122,14 @@ func checkDeadline(ctx context.Context, what string) error {
 		return nodeErrorf("deadline passed before %s: %v", what, err)
 	}
 	return nil
+}
+
+// about says what went wrong with a knob without naming it twice: knob
+// errors start with the knob's ID already.
+func about(id fmt.Stringer, err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, id.String()+": "); ok {
+		msg = rest
+	}
+	return id.String() + ": " + msg
 }

@@ -73,7 +73,7 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	out.Changes, out.Holds, out.Skipped = p.Changes, p.Holds, p.Skipped
 	out.Warnings = append(out.Warnings, p.Warnings...)
 	if s, failed := p.Failed(); failed {
-		return out, nodeErrorf("required knob %s: %s", s.ID, s.Reason)
+		return out, nodeErrorf("required knob %s", about(s.ID, errors.New(s.Reason)))
 	}
 	if o.DryRun {
 		return out, nil

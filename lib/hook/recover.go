@@ -2,7 +2,6 @@ package hook
 
 import (
 	"context"
-	"fmt"
 
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
@@ -35,7 +34,7 @@ func recoverInterrupted(ctx context.Context, o *Options) error {
 			continue
 		}
 		if err := k.Apply(c.From); err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%v)", c.ID, err))
+			failed = append(failed, about(c.ID, err))
 		}
 	}
 	if len(failed) > 0 {
@@ -71,9 +70,9 @@ func apply(o *Options, knobs map[string]knob.Knob, changes []plan.Change) (done 
 					o.Log.Error("undo failed", "knob", done[i].ID.String(), "err", uerr)
 				}
 			}
-			return nil, warnings, nodeErrorf("required knob %s: %v", c.ID, aerr)
+			return nil, warnings, nodeErrorf("required knob %s", about(c.ID, aerr))
 		}
-		warnings = append(warnings, fmt.Sprintf("%s: %v (left as it was)", c.ID, aerr))
+		warnings = append(warnings, about(c.ID, aerr)+" (left as it was)")
 	}
 	return done, warnings, nil
 }
