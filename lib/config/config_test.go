@@ -22,7 +22,8 @@ func TestDefault(t *testing.T) {
 	}
 	g := c.General
 	if g.StateDir != "/var/lib/gpuprep" || g.Deadline != 30*time.Second || g.GPUBackend != "auto" ||
-		g.MetricsDir != "/var/lib/node_exporter/textfile_collector" || g.DrainReason || g.LogLevel != "info" {
+		g.MetricsDir != "/var/lib/node_exporter/textfile_collector" || g.DrainReason || g.LogLevel != "info" ||
+		g.DeadJobGrace != 5*time.Minute || g.MaxJobAge != 0 {
 		t.Errorf("general = %+v", g)
 	}
 	s := c.Selection
@@ -34,10 +35,14 @@ func TestDefault(t *testing.T) {
 		t.Errorf("gres = %+v", c.Gres)
 	}
 	// Every scalar setting has a built-in value: a new key cannot be added
-	// without one (bools excepted: false is a value).
+	// without one (bools excepted: false is a value; so is max_job_age's 0,
+	// "off").
 	for _, sec := range []any{c.General, c.Selection, c.Gres} {
 		v := reflect.ValueOf(sec)
 		for i := range v.NumField() {
+			if v.Type().Field(i).Name == "MaxJobAge" {
+				continue
+			}
 			if f := v.Field(i); f.Kind() != reflect.Bool && f.Kind() != reflect.Map && f.IsZero() {
 				t.Errorf("%s.%s has no built-in value", v.Type().Name(), v.Type().Field(i).Name)
 			}
@@ -298,6 +303,8 @@ func TestParseErrors(t *testing.T) {
 		{"duration int", "[general]\ndeadline = 30\n", `g.toml:2: general.deadline = 30: must be a duration such as "30s" or "1m30s"`},
 		{"duration bad", "[general]\ndeadline = \"30 s\"\n", `g.toml:2: general.deadline = "30 s": must be a duration`},
 		{"duration range", "[general]\ndeadline = \"2h\"\n", `g.toml:2: general.deadline = "2h0m0s": must be 100ms..1h0m0s`},
+		{"grace range", "[general]\ndead_job_grace = \"48h\"\n", `g.toml:2: general.dead_job_grace = "48h0m0s": must be 0s..24h0m0s`},
+		{"max age too short", "[general]\nmax_job_age = \"10m\"\n", `g.toml:2: general.max_job_age = "10m0s": must be 0s (off) or at least 1h0m0s`},
 		{"swappiness", "[profiles.fast]\nvm_swappiness = 500\n", `g.toml:2: profiles.fast.vm_swappiness = 500: must be 0..200`},
 		{"dirty ratio", "[profiles.fast]\nvm_dirty_ratio = -1\n", `g.toml:2: profiles.fast.vm_dirty_ratio = -1: must be 0..100`},
 		{"dirty order", "[profiles.fast]\nvm_dirty_ratio = 10\nvm_dirty_background_ratio = 20\n",

@@ -47,6 +47,12 @@ type GeneralSection struct {
 	MetricsDir  string        `toml:"metrics_dir"`  // node_exporter textfile directory; "" for none
 	DrainReason bool          `toml:"drain_reason"` // also set the node's drain reason with scontrol
 	GPUBackend  string        `toml:"gpu_backend"`  // auto|nvml|procfs|none|mock:<name>
+	// DeadJobGrace: a job whose Slurm cgroup is gone counts as dead (its
+	// epilog never ran) only once its prolog is this old.
+	DeadJobGrace time.Duration `toml:"dead_job_grace"`
+	// MaxJobAge: a job whose prolog ran longer ago than this counts as
+	// dead whatever else says; 0 = never by age.
+	MaxJobAge time.Duration `toml:"max_job_age"`
 }
 
 // SelectionSection is [selection]: how a job picks its profile.

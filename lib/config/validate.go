@@ -19,6 +19,8 @@ const (
 	maxMIGIndex      = 63
 	minDeadline      = 100 * time.Millisecond
 	maxDeadline      = time.Hour
+	maxDeadJobGrace  = 24 * time.Hour
+	minMaxJobAge     = time.Hour
 	maxProfileName   = 64
 	profileNameRules = "letters, digits, _ and -, starting with a letter or digit, at most 64"
 )
@@ -64,6 +66,12 @@ func checkGeneral(g *GeneralSection, ps *problems) {
 	checkOneOf(k("log_level"), g.LogLevel, logLevels, ps)
 	if g.Deadline < minDeadline || g.Deadline > maxDeadline {
 		ps.add(k("deadline"), "%s = %q: must be %s..%s", formatKey(k("deadline")), g.Deadline, minDeadline, maxDeadline)
+	}
+	if g.DeadJobGrace > maxDeadJobGrace {
+		ps.add(k("dead_job_grace"), "%s = %q: must be 0s..%s", formatKey(k("dead_job_grace")), g.DeadJobGrace, maxDeadJobGrace)
+	}
+	if g.MaxJobAge != 0 && g.MaxJobAge < minMaxJobAge {
+		ps.add(k("max_job_age"), "%s = %q: must be 0s (off) or at least %s (longer than any job may run)", formatKey(k("max_job_age")), g.MaxJobAge, minMaxJobAge)
 	}
 	if !slices.Contains(backends, g.GPUBackend) && !backendMockRE.MatchString(g.GPUBackend) {
 		ps.add(k("gpu_backend"), "%s = %q: must be one of %s, mock:<name>%s", formatKey(k("gpu_backend")), g.GPUBackend, strings.Join(backends, ", "), didYouMean(g.GPUBackend, backends))

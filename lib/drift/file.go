@@ -19,6 +19,12 @@ const maxLine = 1 << 20
 // Append writes recs to the spool's drift file, one JSON object per line, in
 // one write. A record without a time gets the current time, one without a
 // kind is KindDrift; a record without a knob is refused (nothing written).
+//
+// Appending is idempotent: a record identical to one already among the
+// file's most recent lines (dedupWindow bytes), time included, is not
+// written again. A retried or rolled-forward epilog appends the records its
+// journal holds, so one job's drift is recorded once however often the
+// epilog is interrupted.
 func Append(sp *state.Spool, recs []Record) error {
 	lines := make([][]byte, 0, len(recs))
 	now := time.Now().UTC()
@@ -38,7 +44,56 @@ func Append(sp *state.Spool, recs []Record) error {
 		}
 		lines = append(lines, b)
 	}
-	return sp.AppendLines(FileName, lines)
+	if len(lines) == 0 {
+		return nil
+	}
+	seen, err := recentLines(sp)
+	if err != nil {
+		return err
+	}
+	var fresh [][]byte
+	for _, l := range lines {
+		if !seen[string(l)] {
+			fresh = append(fresh, l)
+			seen[string(l)] = true
+		}
+	}
+	return sp.AppendLines(FileName, fresh)
+}
+
+// dedupWindow is how far back from the end of the drift file Append looks
+// for records it is about to write again.
+const dedupWindow = 1 << 20
+
+// recentLines returns the whole lines in the last dedupWindow bytes of the
+// drift file.
+func recentLines(sp *state.Spool) (map[string]bool, error) {
+	seen := map[string]bool{}
+	f, err := sp.OpenRead(FileName)
+	if errors.Is(err, os.ErrNotExist) {
+		return seen, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	off := max(0, fi.Size()-dedupWindow)
+	data, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	parts := strings.Split(string(data), "\n")
+	if off > 0 {
+		parts = parts[1:] // cut into a line
+	}
+	for _, p := range parts {
+		seen[p] = true
+	}
+	return seen, nil
 }
 
 // Skipped counts the lines Read left out.

@@ -135,3 +135,26 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A retried epilog appends the same records again: they are written once.
+func TestAppendIdempotent(t *testing.T) {
+	sp := newSpool(t)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	recs := []Record{{Time: at, Node: "n1", Job: "7", User: "a", Knob: "vm_swappiness", Scope: "node", Expected: "10", Found: "60"},
+		{Time: at, Node: "n1", Job: "7", User: "a", Knob: "gpu_persistence", Scope: "gpu:GPU-1", Expected: "on", Found: "off"}}
+	for i := 0; i < 3; i++ {
+		if err := Append(sp, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same drift of a later run of the job (another time) is new.
+	later := recs[0]
+	later.Time = at.Add(time.Hour)
+	if err := Append(sp, []Record{later, recs[1]}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Read(sp, time.Time{})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("records %d (want 3): %+v %v", len(got), got, err)
+	}
+}

@@ -32,6 +32,17 @@ type Metrics struct {
 	DriftEvents     map[string]uint64 `json:"drift_events"`     // by knob, Kind "drift"
 	InvariantEvents map[string]uint64 `json:"invariant_events"` // by knob, Kind "invariant"
 	Runs            map[string]Run    `json:"runs"`             // by hook
+	// DeadJobs counts jobs let go of because they were over although their
+	// epilog never ran, by reason: "reboot", "cgroup" or "age".
+	DeadJobs map[string]uint64 `json:"dead_jobs,omitempty"`
+}
+
+// AddDeadJob counts one job released as dead, for reason.
+func (m *Metrics) AddDeadJob(reason string) {
+	if m.DeadJobs == nil {
+		m.DeadJobs = map[string]uint64{}
+	}
+	m.DeadJobs[reason]++
 }
 
 // AddDrift counts recs (call it with the records Append just wrote).

@@ -22,6 +22,7 @@ const (
 	MetricRunDuration = "gpuprep_last_run_duration_seconds"
 	MetricRunSuccess  = "gpuprep_last_run_success"
 	MetricRunTime     = "gpuprep_last_run_timestamp_seconds"
+	MetricDeadJobs    = "gpuprep_dead_jobs_released_total"
 )
 
 // WriteMetrics writes m in the Prometheus text format to dir/gpuprep.prom
@@ -51,6 +52,11 @@ func FormatMetrics(m Metrics) []byte {
 		for _, knob := range slices.Sorted(maps.Keys(counts)) {
 			sample(&b, MetricDriftEvents, float64(counts[knob]), "kind", kind, "knob", knob)
 		}
+	}
+	family(&b, MetricDeadJobs, "counter",
+		"Jobs whose settings gpuprep let go of because the job was over but its epilog never ran, by reason (reboot: the node rebooted; cgroup: Slurm's cgroup of the job is gone; age: older than general.max_job_age).")
+	for _, reason := range slices.Sorted(maps.Keys(m.DeadJobs)) {
+		sample(&b, MetricDeadJobs, float64(m.DeadJobs[reason]), "reason", reason)
 	}
 	hooks := slices.Sorted(maps.Keys(m.Runs))
 	family(&b, MetricRunDuration, "gauge", "Wall time of the hook's last run, in seconds.")

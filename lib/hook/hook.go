@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -34,6 +33,9 @@ type Options struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	Started time.Time
+
+	gpus       []gpu.Device // the node's GPUs, listed once (devices)
+	gpusListed bool
 }
 
 func (o *Options) now() time.Time {
@@ -90,31 +92,62 @@ func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
 	return m
 }
 
-// allGPUs lists the node's GPUs; a backend that cannot list them gives none
-// (node knobs still work).
-func allGPUs(o *Options) []gpu.Device {
-	if o.GPU == nil {
-		return nil
+// devices lists the node's GPUs, once per run; a backend that cannot list
+// them gives none (node knobs still work).
+func (o *Options) devices() []gpu.Device {
+	if o.gpusListed || o.GPU == nil {
+		return o.gpus
 	}
+	o.gpusListed = true
 	devs, err := o.GPU.Devices()
 	if err != nil {
 		o.Log.Warn("cannot list GPUs; GPU knobs skipped", "err", err)
 		return nil
 	}
+	o.gpus = devs
 	return devs
 }
 
-// crashPoint lets the crash-safety tests kill the run at its n-th step:
-// GPUPREP_TEST_CRASH_AT=n. Steps are the writes a run makes.
-var crashStep int
-
-func crashPoint() {
-	crashStep++
-	if v := os.Getenv("GPUPREP_TEST_CRASH_AT"); v != "" && v == fmt.Sprint(crashStep) {
-		p, _ := os.FindProcess(os.Getpid())
-		p.Kill()
-		select {} // wait for SIGKILL
+// prepare brings the spool to a state a run can plan over, under the node
+// lock: it sweeps the temporary files of killed runs, finishes an
+// interrupted run (its journal), reads node.json and the job records,
+// forgets the jobs of an earlier boot, rebuilds a lost baseline, and
+// releases the jobs that are over but never ran their epilog (except, this
+// run's job, is never one). In a dry run it only reads, and reports what it
+// would do.
+func prepare(ctx context.Context, o *Options, out *Outcome, except string) (*spoolState, error) {
+	bootID := readBootID(o)
+	if !o.DryRun {
+		if removed, err := o.Spool.Sweep(); err != nil {
+			o.Log.Warn("sweeping temporary files", "err", err)
+		} else if len(removed) > 0 {
+			o.Log.Info("removed temporary files of killed runs", "files", removed)
+		}
+		if err := recoverInterrupted(ctx, o, bootID); err != nil {
+			return nil, err
+		}
 	}
+	s, err := loadSpool(o, bootID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dropBootStale(o, out); err != nil {
+		return nil, err
+	}
+	if err := s.rebuildBaseline(o); err != nil {
+		return nil, err
+	}
+	for _, d := range deadJobs(o, s, except) {
+		out.Released = append(out.Released, d)
+		o.Log.Warn("releasing a dead job", "dead_job", d.Job, "reason", d.Reason)
+		if o.DryRun {
+			continue
+		}
+		if err := releaseJob(ctx, o, s, s.jobs[d.Job], out, true); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 func checkDeadline(ctx context.Context, what string) error {

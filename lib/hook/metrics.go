@@ -35,9 +35,19 @@ func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duratio
 		}
 		m.AddDrift(recs)
 	}
+	if out != nil {
+		for _, r := range out.Released {
+			m.AddDeadJob(r.Kind)
+		}
+	}
 	m.SetRun(op, time.Now(), d, runErr == nil)
 	if err := drift.SaveMetrics(sp, m); err != nil {
 		log.Warn("metrics state not saved", "err", err)
+	}
+	if removed, err := state.SweepTemps(cfg.General.MetricsDir, drift.PromFile); err != nil {
+		log.Warn("sweeping temporary metrics files", "err", err)
+	} else if len(removed) > 0 {
+		log.Info("removed temporary metrics files of killed runs", "files", removed)
 	}
 	if err := drift.WriteMetrics(cfg.General.MetricsDir, m); err != nil {
 		log.Warn("metrics not written", "dir", cfg.General.MetricsDir, "err", err)

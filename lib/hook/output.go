@@ -39,6 +39,12 @@ func writePlanTable(w io.Writer, out *Outcome) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, d.Found, d.Kind, d.Expected)
 	}
 	tw.Flush()
+	for _, r := range out.Released {
+		if out.DryRun {
+			fmt.Fprint(w, "would ")
+		}
+		fmt.Fprintf(w, "%s\n", describeReleased(r))
+	}
 	for _, wn := range out.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
 )
@@ -24,6 +26,9 @@ type Outcome struct {
 	Skipped  []plan.Skip   `json:"skipped,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`
 	Drift    []DriftFound  `json:"drift,omitempty"`
+	// Released are other jobs let go of because they are over although
+	// their epilog never ran.
+	Released []Released `json:"released,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -32,48 +37,46 @@ type DriftFound struct {
 	Kind     string     `json:"kind"` // "drift" or "invariant"
 	Expected knob.Value `json:"expected"`
 	Found    knob.Value `json:"found"`
+	Job      string     `json:"job,omitempty"` // set for a dead job's drift
 }
 
-// Prolog applies the job's profile: select it, recover an interrupted run,
-// read every knob the profile sets, plan, journal, apply, and record what
-// the job holds for its epilog. With DryRun it plans and changes nothing.
+// Prolog applies the job's profile: select it, finish an interrupted run,
+// release dead jobs, read every knob the profile sets, plan, journal, apply,
+// and record what the job holds for its epilog. With DryRun it plans and
+// changes nothing.
 func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
-	sel := config.Select(o.Config, config.SelectorFromEnv(func(k string) string {
-		switch k {
-		case "SLURM_JOB_CONSTRAINTS":
-			return o.Job.Constraints
-		case "SLURM_JOB_COMMENT":
-			return o.Job.Comment
-		}
-		return ""
-	}))
+	sel := config.Select(o.Config, config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment})
 	out := &Outcome{Op: "prolog", Job: jobKey(o.Job), Profile: sel.Profile, Source: string(sel.Source), DryRun: o.DryRun, Warnings: sel.Warnings}
 	prof, err := o.Config.Profile(sel.Profile)
 	if err != nil {
 		return out, fmt.Errorf("profile %q: %w", sel.Profile, err)
 	}
-	all := allGPUs(o)
-	gpus, err := jobGPUs(all, o.Job.GPUs)
+	gpus, err := jobGPUs(o.devices(), o.Job.GPUs)
 	if err != nil {
 		return out, nodeErrorf("%v", err)
 	}
-	if !o.DryRun {
-		if err := recoverInterrupted(ctx, o); err != nil {
-			return out, err
+	s, err := prepare(ctx, o, out, out.Job)
+	if err != nil {
+		return out, err
+	}
+	before := s.jobs[out.Job]
+	scopes := jobScopes(gpus)
+	earlier, knobGPUs := map[string]bool{}, gpus
+	if before != nil {
+		// The job's prolog again (a requeue, a manual re-run): plan over
+		// what it held, so that what it no longer holds is let go.
+		knobGPUs = unionGPUs(gpus, gpusByUUID(o.devices(), before.GPUs))
+		for _, h := range before.Holds {
+			earlier[h.ID.String()] = true
 		}
 	}
-	st, err := loadNode(o.Spool)
-	if err != nil {
-		return out, nodeErrorf("spool: %v", err)
-	}
-	dropStale(o, &st, out.Job)
-	knobs := catalog(o, gpus)
-	obs := observe(knobs, prof)
-	p := plan.ForJob(out.Job, obs, st)
+	knobs := catalog(o, knobGPUs)
+	st := s.nodeState()
+	p := plan.ForJob(out.Job, observe(knobs, prof, scopes, earlier), st)
 	out.Changes, out.Holds, out.Skipped = p.Changes, p.Holds, p.Skipped
 	out.Warnings = append(out.Warnings, p.Warnings...)
-	if s, failed := p.Failed(); failed {
-		return out, nodeErrorf("required knob %s", about(s.ID, errors.New(s.Reason)))
+	if sk, failed := p.Failed(); failed {
+		return out, nodeErrorf("required knob %s", about(sk.ID, errors.New(sk.Reason)))
 	}
 	if o.DryRun {
 		return out, nil
@@ -81,67 +84,82 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	if err := checkDeadline(ctx, "applying the profile"); err != nil {
 		return out, err
 	}
-	before, err := loadJob(o.Spool, out.Job)
-	if err != nil {
-		return out, nodeErrorf("spool: %v", err)
-	}
-	rec := &JobRecord{Job: out.Job, User: o.Job.User, Profile: sel.Profile, Started: o.now(), Holds: p.Holds, Invariants: invariants(knobs, prof)}
+	rec := &JobRecord{Job: out.Job, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
+		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes)}
 	for _, g := range gpus {
 		rec.GPUs = append(rec.GPUs, g.UUID)
 	}
+	node := s.node.clone()
+	node.Baseline = p.State.Baseline
 	if len(p.Changes) == 0 {
-		// Nothing to write to the node: no journal needed. The node state
-		// goes first; if the run dies before the job record, the holders it
-		// names are stale and the next run drops them (dropStale).
-		if before != nil && reflect.DeepEqual(before.Holds, rec.Holds) && reflect.DeepEqual(st, p.State) {
-			return out, nil // the same job's prolog again: nothing at all to do
-		}
-		if err := o.Spool.WriteJSON(nodeFile, p.State); err != nil {
-			return out, nodeErrorf("spool: %v", err)
-		}
-		crashPoint()
-		if err := o.Spool.WriteJSON(jobFile(out.Job), rec); err != nil {
-			return out, nodeErrorf("spool: %v", err)
-		}
-		return out, nil
+		return out, commitUnchanged(o, s, node, before, rec)
 	}
-	if err := writeJournal(o.Spool, &Journal{Op: "prolog", Job: out.Job, Started: o.now(), Changes: p.Changes, NodeBefore: st, JobBefore: before}); err != nil {
+	if err := writeJournal(o.Spool, &Journal{Op: opProlog, Job: out.Job, BootID: s.bootID, Started: o.now(), Changes: p.Changes, NodeBefore: s.node, JobBefore: before}); err != nil {
 		return out, nodeErrorf("%v", err)
 	}
-	done, warns, err := apply(o, knobs, p.Changes)
+	done, warns, undone, err := apply(o, knobs, p.Changes)
 	if err != nil {
-		_ = o.Spool.Remove(journalFile) // apply undid its own work
+		if undone {
+			_ = o.Spool.Remove(journalFile) // apply undid its own work
+		}
 		return out, err
 	}
 	out.Changes = done
 	out.Warnings = append(out.Warnings, warns...)
-	dropFailed(p, st, p.Changes, done)
-	out.Holds = p.Holds
-	rec.Holds = p.Holds
-	if err := commit(o.Spool, p.State, out.Job, rec); err != nil {
+	rec.Holds = keepDone(p.Holds, p.Changes, done)
+	out.Holds = rec.Holds
+	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
+	if err := commit(o.Spool, node, out.Job, rec); err != nil {
 		return out, nodeErrorf("spool: %v", err)
 	}
 	return out, nil
 }
 
-// observe reads every knob the profile sets and what the profile wants of it.
-func observe(knobs map[string]knob.Knob, prof config.Profile) []plan.Observed {
+// commitUnchanged records a prolog that changes no knob: no journal is
+// needed. node.json goes first; a run killed before the job record leaves
+// only baseline entries of knobs still at their baseline.
+func commitUnchanged(o *Options, s *spoolState, node NodeFile, before, rec *JobRecord) error {
+	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
+	if before != nil && reflect.DeepEqual(before.Holds, rec.Holds) && reflect.DeepEqual(before.GPUs, rec.GPUs) &&
+		before.Profile == rec.Profile && maps.Equal(s.node.Baseline, node.Baseline) && !s.dirty {
+		return nil // the same job's prolog again: nothing at all to do
+	}
+	if s.dirty || !maps.Equal(s.node.Baseline, node.Baseline) {
+		if err := o.Spool.WriteJSON(nodeFile, node); err != nil {
+			return nodeErrorf("spool: %v", err)
+		}
+	}
+	if err := o.Spool.WriteJSON(jobFile(rec.Job), rec); err != nil {
+		return nodeErrorf("spool: %v", err)
+	}
+	return nil
+}
+
+// observe reads every knob of the job's scopes (the node, its GPUs) that the
+// profile sets, and what the profile wants of it, and the present value of
+// the knobs in alsoRead (what the job held before).
+func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead map[string]bool) []plan.Observed {
 	var obs []plan.Observed
 	for _, k := range knobs {
 		id := k.ID()
 		setting, ok := knob.Setting(prof.Knobs, id.Name)
-		if !ok {
-			continue
-		}
+		ok = ok && scopes[id.Scope]
 		o := plan.Observed{ID: id, Required: prof.IsRequired(id.Name)}
-		d, derr := k.Desired(setting)
-		switch {
-		case errors.Is(derr, knob.ErrLeaveAlone):
+		var derr error
+		if ok {
+			var d knob.Value
+			d, derr = k.Desired(setting)
+			switch {
+			case errors.Is(derr, knob.ErrLeaveAlone):
+				ok = false
+			case derr != nil:
+				o.DesiredErr = derr
+			default:
+				o.Desired, o.HasDesired = d, true
+			}
+		}
+		if !ok && !alsoRead[id.String()] {
 			continue
-		case derr != nil:
-			o.DesiredErr = derr
-		default:
-			o.Desired, o.HasDesired = d, true
 		}
 		o.Current, o.Err = k.Read()
 		obs = append(obs, o)
@@ -149,13 +167,24 @@ func observe(knobs map[string]knob.Knob, prof config.Profile) []plan.Observed {
 	return obs
 }
 
+// jobScopes are the knob scopes a job's profile applies to: the node and
+// each of its GPUs.
+func jobScopes(gpus []gpu.Device) map[string]bool {
+	scopes := map[string]bool{knob.NodeScope: true}
+	for _, g := range gpus {
+		scopes[knob.GPUScope(g.UUID)] = true
+	}
+	return scopes
+}
+
 // invariants lists the values the config says must hold through the job
-// (for example persistence stays on), checked by the epilog.
-func invariants(knobs map[string]knob.Knob, prof config.Profile) []plan.Hold {
+// (for example persistence stays on) in its scopes, checked by the epilog.
+func invariants(knobs map[string]knob.Knob, prof config.Profile, scopes map[string]bool) []plan.Hold {
 	var out []plan.Hold
-	for _, k := range knobs {
+	for _, key := range sortedKeys(knobs) {
+		k := knobs[key]
 		setting, ok := knob.Setting(prof.Invariants, k.ID().Name)
-		if !ok {
+		if !ok || !scopes[k.ID().Scope] {
 			continue
 		}
 		if v, err := k.Desired(setting); err == nil {
@@ -165,30 +194,52 @@ func invariants(knobs map[string]knob.Knob, prof config.Profile) []plan.Hold {
 	return out
 }
 
-// dropFailed removes optional changes that failed from what the job holds.
-func dropFailed(p *plan.Plan, before plan.NodeState, planned, done []plan.Change) {
+// keepDone leaves out of holds the optional changes that failed (and were
+// put back): the job does not hold those.
+func keepDone(holds []plan.Hold, planned, done []plan.Change) []plan.Hold {
 	ok := map[string]bool{}
 	for _, c := range done {
 		ok[c.ID.String()] = true
 	}
+	failed := map[string]bool{}
 	for _, c := range planned {
-		key := c.ID.String()
-		if ok[key] {
-			continue
+		if !ok[c.ID.String()] {
+			failed[c.ID.String()] = true
 		}
-		if h, had := before.Holders[key]; had {
-			p.State.Holders[key] = h
-		} else {
-			delete(p.State.Holders, key)
-		}
-		var holds []plan.Hold
-		for _, h := range p.Holds {
-			if h.ID.String() != key {
-				holds = append(holds, h)
-			}
-		}
-		p.Holds = holds
 	}
+	var out []plan.Hold
+	for _, h := range holds {
+		if !failed[h.ID.String()] {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// baselineOf copies the baseline of each held knob, for the job record.
+func baselineOf(holds []plan.Hold, baseline map[string]knob.Value) map[string]knob.Value {
+	out := map[string]knob.Value{}
+	for _, h := range holds {
+		if v, ok := baseline[h.ID.String()]; ok {
+			out[h.ID.String()] = v
+		}
+	}
+	return out
+}
+
+// unionGPUs is a followed by the devices of b not in a.
+func unionGPUs(a, b []gpu.Device) []gpu.Device {
+	out := append([]gpu.Device(nil), a...)
+	for _, d := range b {
+		dup := false
+		for _, x := range a {
+			dup = dup || x.UUID == d.UUID
+		}
+		if !dup {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Summary is one line for the log: what changed.

@@ -7,6 +7,7 @@ package plan
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"gpuprep/lib/knob"
 )
@@ -61,6 +62,10 @@ type Change struct {
 	To       knob.Value `json:"to"`
 	Required bool       `json:"required"`
 	Why      string     `json:"why"` // "profile", "shared", "restore"
+	// Unread is set when the present value could not be read: From is
+	// knob.Unknown, the change is made anyway, and undoing it has nothing
+	// to write back.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // Hold is a knob value the job relies on and the epilog checks for drift.
@@ -100,9 +105,16 @@ func (p *Plan) Failed() (Skip, bool) {
 // jobs keeps the value in force; a job asking for another value gets a
 // warning, not a change. A knob nobody holds gets its baseline recorded
 // (once, ever) before it is changed.
+//
+// A job may run its prolog again (Slurm requeues it, or an admin re-runs
+// it) with other GPUs or another profile: what it held before and does not
+// hold now is let go as its epilog would, so nothing is orphaned. obs then
+// also carries the present value of those knobs (HasDesired false).
 func ForJob(job string, obs []Observed, st NodeState) *Plan {
 	p := &Plan{State: st.Clone()}
-	for _, o := range sortObserved(obs) {
+	held := map[string]bool{}
+	sorted := sortObserved(obs)
+	for _, o := range sorted {
 		if !o.HasDesired && o.DesiredErr == nil {
 			continue
 		}
@@ -116,25 +128,44 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 			continue
 		}
 		target, why := o.Desired, "profile"
-		if h, held := p.State.Holders[key]; held && len(h.Jobs) > 0 && !contains(h.Jobs, job) {
+		h := p.State.Holders[key]
+		if others := remove(h.Jobs, job); len(others) > 0 {
 			if h.Value != o.Desired {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: job %s asks for %q but jobs %v already hold %q; keeping %q", o.ID, job, o.Desired, h.Jobs, h.Value, h.Value))
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: job %s asks for %q but jobs %v already hold %q; keeping %q", o.ID, job, o.Desired, others, h.Value, h.Value))
 			}
 			target, why = h.Value, "shared"
 		}
-		if _, ok := p.State.Baseline[key]; !ok && len(p.State.Holders[key].Jobs) == 0 {
+		if _, ok := p.State.Baseline[key]; !ok && len(h.Jobs) == 0 {
 			p.State.Baseline[key] = o.Current
 		}
 		if differs(o.Current, target) {
 			p.Changes = append(p.Changes, Change{ID: o.ID, From: o.Current, To: target, Required: o.Required, Why: why})
 		}
-		h := p.State.Holders[key]
 		h.Value = target
 		if !contains(h.Jobs, job) {
 			h.Jobs = append(h.Jobs, job)
 		}
 		p.State.Holders[key] = h
 		p.Holds = append(p.Holds, Hold{ID: o.ID, Expected: target})
+		held[key] = true
+	}
+	var earlier []Hold
+	for _, key := range sortedKeys(p.State.Holders) {
+		if h := p.State.Holders[key]; contains(h.Jobs, job) && !held[key] {
+			earlier = append(earlier, Hold{ID: idOf(key, sorted), Expected: h.Value})
+		}
+	}
+	if len(earlier) > 0 {
+		current := map[string]knob.Value{}
+		for _, o := range sorted {
+			if o.Err == nil {
+				current[o.ID.String()] = o.Current
+			}
+		}
+		rel := Release(job, earlier, current, nil, p.State)
+		p.Changes = append(p.Changes, rel.Changes...)
+		p.Warnings = append(p.Warnings, rel.Warnings...)
+		p.State = rel.State
 	}
 	return p
 }
@@ -142,8 +173,9 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 // Release plans an epilog's restore: the job lets go of the knobs it held;
 // a knob no other job holds goes back to its baseline (or to fallback, the
 // config's [defaults], when no baseline was recorded). current gives each
-// held knob's value now; knobs missing from it cannot be read and are
-// skipped with a warning.
+// held knob's value now; a knob missing from it could not be read, and is
+// written anyway (Unread): a restore never depends on parsing what a job
+// or a killed run left in the file.
 func Release(job string, holds []Hold, current map[string]knob.Value, fallback map[string]knob.Value, st NodeState) *Plan {
 	p := &Plan{State: st.Clone()}
 	for _, hd := range holds {
@@ -162,9 +194,9 @@ func Release(job string, holds []Hold, current map[string]knob.Value, fallback m
 				continue
 			}
 		}
-		cur, ok := current[key]
-		if !ok {
-			p.Skipped = append(p.Skipped, Skip{ID: hd.ID, Reason: "cannot read its current value", Required: true})
+		cur, read := current[key]
+		if !read {
+			p.Changes = append(p.Changes, Change{ID: hd.ID, From: knob.Unknown, To: target, Required: true, Why: "restore", Unread: true})
 			continue
 		}
 		if differs(cur, target) {
@@ -172,6 +204,30 @@ func Release(job string, holds []Hold, current map[string]knob.Value, fallback m
 		}
 	}
 	return p
+}
+
+// idOf turns a knob ID string back into the ID, from the observed knobs
+// when one matches (else split at the last "@").
+func idOf(key string, obs []Observed) knob.ID {
+	for _, o := range obs {
+		if o.ID.String() == key {
+			return o.ID
+		}
+	}
+	i := strings.LastIndex(key, "@")
+	if i < 0 {
+		return knob.ID{Name: key}
+	}
+	return knob.ID{Name: key[:i], Scope: key[i+1:]}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // differs says whether a knob must be written to go from cur to target. A

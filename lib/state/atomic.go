@@ -137,18 +137,41 @@ func (s *Spool) Sweep() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sweep(s.fd, s.dir, names, func(string) bool { return true })
+}
+
+// SweepTemps removes what WriteFileAtomic(dir, name, ...) left behind in
+// runs that died mid-write: ".<name>.tmp-<pid>" whose pid is gone. Other
+// files in dir are never touched.
+func SweepTemps(dir, name string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", dir, err)
+	}
+	prefix := "." + name + ".tmp-"
+	return sweep(int(f.Fd()), dir, names, func(n string) bool { return strings.HasPrefix(n, prefix) })
+}
+
+// sweep unlinks, in the directory dirfd, the names that are temporary files
+// of dead processes and that keep accepts.
+func sweep(dirfd int, dir string, names []string, keep func(string) bool) ([]string, error) {
 	var removed []string
 	for _, n := range names {
 		i := strings.LastIndex(n, ".tmp-")
-		if !strings.HasPrefix(n, ".") || i < 0 {
+		if !strings.HasPrefix(n, ".") || i < 0 || !keep(n) {
 			continue
 		}
 		pid, err := strconv.Atoi(n[i+len(".tmp-"):])
 		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
 			continue
 		}
-		if err := unix.Unlinkat(s.fd, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-			return removed, fmt.Errorf("sweep %s: %w", s.path(n), err)
+		if err := unix.Unlinkat(dirfd, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return removed, fmt.Errorf("sweep %s: %w", filepath.Join(dir, n), err)
 		}
 		removed = append(removed, n)
 	}

@@ -133,6 +133,20 @@ func (s *Spool) Remove(name string) error {
 	return nil
 }
 
+// Rename renames the spool file from to to (replacing to), then syncs the
+// directory. Neither may be a temporary or reserved name.
+func (s *Spool) Rename(from, to string) error {
+	for _, n := range []string{from, to} {
+		if err := checkName(n); err != nil {
+			return err
+		}
+	}
+	if err := unix.Renameat(s.fd, from, s.fd, to); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", s.path(from), to, err)
+	}
+	return fsync(s.fd)
+}
+
 // List returns the spool's file names starting with prefix, sorted, leaving
 // out temporary files (".*") and the lock file.
 func (s *Spool) List(prefix string) ([]string, error) {
