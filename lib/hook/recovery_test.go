@@ -204,7 +204,7 @@ func TestFailedRestoreKeepsRecordForRetry(t *testing.T) {
 	base := e.snap()
 	e.prolog(1, []int{0}, "")
 	e.write("proc/sys/vm/dirty_ratio", "33\n") // not managed: untouched
-	e.gpu.SetPersistence(0, false)                // drift and broken invariant
+	e.gpu.SetPersistence(0, false)             // drift and broken invariant
 	swp := filepath.Join(e.root, "proc/sys/vm/swappiness")
 	os.Remove(swp)
 	os.Mkdir(swp, 0o755) // writing it fails
