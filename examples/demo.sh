@@ -52,7 +52,14 @@ cat >"$spool/gpuprep.toml" <<TOML
 [general]
 log_file = ""
 metrics_dir = "$spool/textfile"
+# The demo tells a dead job at once; the built-in 5m covers the gap
+# between a job's prolog and its first step.
+dead_job_grace = "0s"
 TOML
+# Slurm's cgroup v2 tree on the simulated node: slurmstepd keeps a
+# job_<id> folder for every running job (PrologFlags=Contain).
+scope="$root/sys/fs/cgroup/system.slice/slurmstepd.scope"
+mkdir -p "$scope"
 hook=(--root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --state-dir "$spool/state")
 # What slurmd gives the hooks for job 4242 on GPUs 0 and 1:
 export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1 SLURMD_NODENAME=dgxh100-01
@@ -72,6 +79,23 @@ echo 1 > "$root/proc/sys/kernel/numa_balancing"
 step "Job 4242 ends: the epilog records the drift and restores the baseline" "gpuprep-epilog"
 bin/gpuprep-epilog "${hook[@]}"
 echo "cpu0 governor after:  $(cat "$gov")"
+
+step "Job 4243 starts on GPU 2; then slurmd crashes: the job's processes and cgroup are gone, its epilog never runs" \
+  "gpuprep-prolog (job 4243)"
+mkdir -p "$scope/job_4243"
+SLURM_JOB_ID=4243 SLURM_JOB_GPUS=2 bin/gpuprep-prolog "${hook[@]}" 2>&1 | sed 's/ applied=.*//'
+rmdir "$scope/job_4243"
+echo "cpu0 governor: $(cat "$gov") (job 4243 still holds it)"
+
+step "The next job's prolog finds job 4243 dead (no cgroup) and releases it as its epilog would" \
+  "gpuprep-prolog --dry-run (job 4244); gpuprep-prolog; gpuprep-epilog"
+mkdir -p "$scope/job_4244"
+export SLURM_JOB_ID=4244 SLURM_JOB_GPUS=3
+bin/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null | grep -E 'release|^prolog'
+bin/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E 'releasing|prolog done' | sed 's/ applied=.*//'
+rmdir "$scope/job_4244"
+bin/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
+echo "cpu0 governor after both: $(cat "$gov")"
 
 step "Whoever is on call: the drift history" "gpuprep-epilog --report"
 bin/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report

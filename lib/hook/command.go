@@ -209,7 +209,11 @@ func logOutcome(log *slog.Logger, out *Outcome, err error) {
 		log.Info("knob skipped", "knob", s.ID.String(), "reason", s.Reason)
 	}
 	for _, d := range out.Drift {
-		log.Warn("drift", "knob", d.ID.String(), "kind", d.Kind, "expected", string(d.Expected), "found", string(d.Found), "of_job", d.Job)
+		attrs := []any{"knob", d.ID.String(), "kind", d.Kind, "expected", string(d.Expected), "found", string(d.Found)}
+		if d.Job != "" {
+			attrs = append(attrs, "dead_job", d.Job)
+		}
+		log.Warn("drift", attrs...)
 	}
 	verb := "applied"
 	if out.Op == "epilog" {

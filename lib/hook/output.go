@@ -40,10 +40,7 @@ func writePlanTable(w io.Writer, out *Outcome) {
 	}
 	tw.Flush()
 	for _, r := range out.Released {
-		if out.DryRun {
-			fmt.Fprint(w, "would ")
-		}
-		fmt.Fprintf(w, "%s\n", describeReleased(r))
+		fmt.Fprintln(w, describeReleased(r, out.DryRun))
 	}
 	for _, wn := range out.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)

@@ -133,7 +133,12 @@ func apply(o *Options, knobs map[string]knob.Knob, changes []plan.Change) (done 
 	return done, warnings, true, nil
 }
 
-// describeReleased is one log/warning line for a released dead job.
-func describeReleased(r Released) string {
-	return fmt.Sprintf("released job %s: %s", r.Job, r.Reason)
+// describeReleased is one line for a released dead job ("would release"
+// in a dry run).
+func describeReleased(r Released, dryRun bool) string {
+	verb := "released"
+	if dryRun {
+		verb = "would release"
+	}
+	return fmt.Sprintf("%s job %s: %s", verb, r.Job, r.Reason)
 }

@@ -50,12 +50,19 @@ required = ["cpu_governor"]
 	}
 	slurmharness.MakeDevices(t, devDir, minors)
 	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
+	// killEpilog: while this file exists, the next epilog is killed
+	// (SIGKILL) at its 3rd rename, after its journal and part of its
+	// restore: what a node crash or an OOM kill does to a real epilog.
+	killEpilog := filepath.Join(t.TempDir(), "kill-next-epilog")
+	strace := straceBin(t)
+	rn := "rename,renameat,renameat2"
 	c := slurmharness.Start(t, slurmharness.Options{
 		NodeLine: firstNonComment(nodeLine),
 		GresConf: strings.ReplaceAll(gres, "/dev/", devDir+"/"),
 		Files: map[string]string{
 			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
-			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
+			"epilog.sh": "#!/bin/sh\nif [ -e " + killEpilog + " ]; then rm -f " + killEpilog + "; exec " + strace + " -f -qq -o /dev/null -e trace=" + rn +
+				" -e inject=" + rn + ":signal=KILL:when=3 " + bin(t, "gpuprep-epilog") + args + "; fi\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
 		},
 		Prolog: "prolog.sh",
 		Epilog: "epilog.sh",
@@ -106,6 +113,50 @@ required = ["cpu_governor"]
 	}
 	c.MustSrun("-n1", "true")
 	waitBaseline(t, n, base, "after resume")
+
+	// 5. An epilog killed half-way: Slurm drains the node ("Epilog error")
+	// and never re-runs it. After the resume, the next job's prolog
+	// finishes the killed release, and that job's epilog leaves the node at
+	// its baseline with a clean spool.
+	if err := os.WriteFile(killEpilog, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.MustSrun("--gres=gpu:1", "sh", "-c", "echo 44 > "+swappiness)
+	if st, reason, ok := c.WaitNodeState(20*time.Second, "drain", "drained", "draining"); !ok {
+		t.Fatalf("node %q (%q) after a killed epilog, want drained", st, reason)
+	}
+	if _, err := os.Lstat(filepath.Join(n.spool, "journal.json")); err != nil {
+		t.Fatalf("the killed epilog left no journal (was it killed?): %v\n%s", err, c.LogTails(20))
+	}
+	c.Resume()
+	if st, _, ok := c.WaitNodeState(20*time.Second, "idle"); !ok {
+		t.Fatalf("node %q after resume", st)
+	}
+	c.MustSrun("-n1", "true")
+	waitBaseline(t, n, base, "after the job following a killed epilog")
+	if jobs, _ := filepath.Glob(filepath.Join(n.spool, "job-*.json")); len(jobs) != 0 {
+		t.Errorf("job records left after a killed epilog and the next job: %v", jobs)
+	}
+	drift, _ = os.ReadFile(filepath.Join(n.spool, "drift.jsonl"))
+	if strings.Count(string(drift), `"found":"44"`) != 1 {
+		t.Errorf("the killed epilog's drift is not recorded exactly once:\n%s", drift)
+	}
+}
+
+// straceBin is strace's path (slurmd gives hooks no PATH). Under CI it must
+// be installed (make deps installs it).
+func straceBin(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/strace", "/bin/strace"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("strace is not installed (make deps installs it)")
+	}
+	t.Skip("strace is not installed")
+	return ""
 }
 
 // waitBaseline waits for the epilog to put the node back at base.
