@@ -16,6 +16,9 @@ func testMetrics() Metrics {
 	m.AddDrift(recs)
 	m.SetRun(HookProlog, t0, 12500*time.Microsecond, true)
 	m.SetRun(HookEpilog, t0.Add(time.Minute), 31*time.Millisecond, false)
+	m.AddDeadJob("cgroup")
+	m.AddDeadJob("cgroup")
+	m.AddDeadJob("reboot")
 	return m
 }
 
@@ -37,6 +40,8 @@ func TestFormatMetrics(t *testing.T) {
 		`gpuprep_last_run_success{hook="epilog"}`:                                0,
 		`gpuprep_last_run_timestamp_seconds{hook="prolog"}`:                      float64(t0.Unix()),
 		`gpuprep_last_run_timestamp_seconds{hook="epilog"}`:                      float64(t0.Unix() + 60),
+		`gpuprep_dead_jobs_released_total{reason="cgroup"}`:                      2,
+		`gpuprep_dead_jobs_released_total{reason="reboot"}`:                      1,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d series, want %d: %v", len(got), len(want), got)

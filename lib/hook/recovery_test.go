@@ -431,3 +431,17 @@ func TestDryRunReportsDeadJob(t *testing.T) {
 		t.Fatal("dry run released a job")
 	}
 }
+
+// A knob whose present value cannot be parsed at the job's end is restored
+// anyway (it used to be skipped, and the record dropped: the node stayed
+// tuned with nothing left to retry).
+func TestEpilogRestoresUnreadableValue(t *testing.T) {
+	e := newRecoveryEnv(t)
+	base := e.snap()
+	e.prolog(1, []int{0}, "")
+	e.write("proc/sys/vm/swappiness", "sixty\n")
+	e.write("sys/devices/system/cpu/cpufreq/policy7/scaling_governor", "perf ormance")
+	e.epilog(1)
+	e.atBaseline(base, "after an epilog over garbage")
+	e.spoolClean("after an epilog over garbage")
+}
