@@ -5,32 +5,153 @@
 package knobsnap
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 )
 
-// Snapshot maps root-relative paths to contents.
+// Snapshot maps keys to contents, white space trimmed. A key is a
+// root-relative path ("proc/sys/vm/swappiness"), or for a field of a mock
+// GPU's saved settings the file's path, '#' and the field
+// ("run/gpuprep-mock/GPU-....json#power_mw").
 type Snapshot map[string]string
 
-// tuned says whether a root-relative path is a file some knob writes.
+// cpuDir is the root-relative folder of the CPUs.
+const cpuDir = "sys/devices/system/cpu/"
+
+// mockDir holds the mock GPUs' saved settings, one <uuid>.json per GPU
+// (lib/gpu/mock_persist.go).
+const mockDir = "run/gpuprep-mock/"
+
+// tuned says whether a root-relative path is a file some knob writes, or
+// may write beside one (all of THP's and vm's files).
 func tuned(rel string) bool {
 	switch {
-	case strings.HasSuffix(rel, "/cpufreq/scaling_governor"),
-		strings.HasSuffix(rel, "/cpufreq/energy_performance_preference"),
-		strings.Contains(rel, "/cpuidle/state") && strings.HasSuffix(rel, "/disable"),
+	case KnobOf(rel) != "",
 		strings.HasPrefix(rel, "sys/kernel/mm/transparent_hugepage/"),
 		strings.HasPrefix(rel, "proc/sys/vm/"),
-		rel == "proc/sys/kernel/numa_balancing",
-		strings.HasPrefix(rel, "run/gpuprep-mock/") && strings.HasSuffix(rel, ".json"):
+		isMockFile(rel):
 		return true
 	}
 	return false
 }
 
-// Take reads every tuned file under root.
+// isMockFile says whether rel is a mock GPU's saved settings.
+func isMockFile(rel string) bool {
+	name, ok := strings.CutPrefix(rel, mockDir)
+	return ok && !strings.Contains(name, "/") && strings.HasSuffix(name, ".json")
+}
+
+// isNum says whether s is a non-empty run of decimal digits.
+func isNum(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isCPUFreqDir says whether dir (root-relative, with a trailing slash) is a
+// cpufreq folder: cpufreq/policy<N>, or cpu<N>/cpufreq where a fixture has
+// it as a folder rather than sysfs's link to ../cpufreq/policy<N>.
+func isCPUFreqDir(dir string) bool {
+	rest, ok := strings.CutPrefix(dir, cpuDir)
+	if !ok {
+		return false
+	}
+	a, b, ok := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
+	if !ok {
+		return false
+	}
+	if a == "cpufreq" {
+		n, ok := strings.CutPrefix(b, "policy")
+		return ok && isNum(n)
+	}
+	n, ok := strings.CutPrefix(a, "cpu")
+	return ok && isNum(n) && b == "cpufreq"
+}
+
+// isCStateDisable says whether rel is cpu<N>/cpuidle/state<K>/disable.
+func isCStateDisable(rel string) bool {
+	rest, ok := strings.CutPrefix(rel, cpuDir)
+	if !ok {
+		return false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 4 || parts[1] != "cpuidle" || parts[3] != "disable" {
+		return false
+	}
+	cpu, ok1 := strings.CutPrefix(parts[0], "cpu")
+	st, ok2 := strings.CutPrefix(parts[2], "state")
+	return ok1 && ok2 && isNum(cpu) && isNum(st)
+}
+
+// fileKnobs are the knobs of single files.
+var fileKnobs = map[string]string{
+	"sys/kernel/mm/transparent_hugepage/enabled": "thp_enabled",
+	"sys/kernel/mm/transparent_hugepage/defrag":  "thp_defrag",
+	"proc/sys/vm/swappiness":                     "vm_swappiness",
+	"proc/sys/vm/dirty_ratio":                    "vm_dirty_ratio",
+	"proc/sys/vm/dirty_bytes":                    "vm_dirty_ratio",
+	"proc/sys/vm/dirty_background_ratio":         "vm_dirty_background_ratio",
+	"proc/sys/vm/dirty_background_bytes":         "vm_dirty_background_ratio",
+	"proc/sys/vm/zone_reclaim_mode":              "vm_zone_reclaim_mode",
+	"proc/sys/kernel/numa_balancing":             "kernel_numa_balancing",
+}
+
+// mockFieldKnobs are the GPU knobs of the mock's saved fields
+// (ecc_pending belongs to none).
+var mockFieldKnobs = map[string]string{
+	"persistence":    "gpu_persistence",
+	"compute_mode":   "gpu_compute_mode",
+	"app_sm_mhz":     "gpu_app_clocks_mhz",
+	"app_mem_mhz":    "gpu_app_clocks_mhz",
+	"locked_min_mhz": "gpu_locked_clocks_mhz",
+	"locked_max_mhz": "gpu_locked_clocks_mhz",
+	"power_mw":       "gpu_power_limit_w",
+}
+
+// KnobOf names the knob (lib/knob's configuration key) that writes the file
+// or field of a snapshot key: cpu_governor for
+// sys/devices/system/cpu/cpufreq/policy3/scaling_governor,
+// gpu_power_limit_w for run/gpuprep-mock/<uuid>.json#power_mw; "" for a key
+// no knob writes.
+func KnobOf(key string) string {
+	if file, field, ok := strings.Cut(key, "#"); ok {
+		if !isMockFile(file) {
+			return ""
+		}
+		return mockFieldKnobs[field]
+	}
+	if k, ok := fileKnobs[key]; ok {
+		return k
+	}
+	dir, base := path.Split(key)
+	switch {
+	case base == "scaling_governor" && isCPUFreqDir(dir):
+		return "cpu_governor"
+	case base == "energy_performance_preference" && isCPUFreqDir(dir):
+		return "energy_performance_preference"
+	case isCStateDisable(key):
+		return "cstate_max_latency_us"
+	}
+	return ""
+}
+
+// Take reads every tuned file under root. Symlinks are not followed, so a
+// file reached by several paths (cpu<N>/cpufreq -> ../cpufreq/policy<N>)
+// is taken once, under its real path. Names starting with '.' (temporary
+// files of an atomic write) are left out. A mock GPU's saved settings
+// become one key per field (file#field), or the file's own key when they
+// are not a JSON object.
 func Take(root string) (Snapshot, error) {
 	s := Snapshot{}
 	for _, top := range []string{"sys/devices/system/cpu", "sys/kernel/mm", "proc/sys", "run"} {
@@ -41,16 +162,29 @@ func Take(root string) (Snapshot, error) {
 				}
 				return err
 			}
-			if d.Type()&fs.ModeSymlink != 0 || d.IsDir() {
+			if d.Type()&fs.ModeSymlink != 0 || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
 				return nil
 			}
-			rel, _ := filepath.Rel(root, p)
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
 			if !tuned(rel) {
 				return nil
 			}
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
+			}
+			if isMockFile(rel) {
+				var fields map[string]json.RawMessage
+				if json.Unmarshal(b, &fields) == nil && fields != nil {
+					for f, v := range fields {
+						s[rel+"#"+f] = strings.TrimSpace(string(v))
+					}
+					return nil
+				}
 			}
 			// A kernel file reads back with its newline whatever was
 			// written; a fixture file keeps what was written.
@@ -64,7 +198,10 @@ func Take(root string) (Snapshot, error) {
 	return s, nil
 }
 
-// Diff lists the differences from want, sorted, at most max of them.
+// Diff lists the differences from want, sorted, at most max of them:
+// "<key>: <want> -> <got>", "<key>: missing" or "<key>: new file" (keys
+// under run/ that want lacks are not listed: the mock GPUs save their
+// settings on their first change).
 func (s Snapshot) Diff(want Snapshot, max int) []string {
 	var out []string
 	for k, v := range want {

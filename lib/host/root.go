@@ -232,34 +232,6 @@ func (r Root) Resolve(p string) (string, error) {
 	return "", fmt.Errorf("resolve %s: too many levels of symbolic links", p)
 }
 
-// WriteFile writes a kernel file and reads it back. A kernel attribute may
-// accept a write and keep another value (an unsupported governor, a clamped
-// number); the read-back value is returned so the caller can verify.
-func (r Root) WriteFile(p, value string) (string, error) {
-	full := r.Path(p)
-	fd, err := unix.Open(full, unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", &fs.PathError{Op: "open", Path: full, Err: err}
-	}
-	// sysfs takes an attribute in one write; a short write is an error.
-	n, werr := unix.Write(fd, []byte(value))
-	cerr := unix.Close(fd)
-	if werr == nil && n != len(value) {
-		werr = io.ErrShortWrite
-	}
-	if werr != nil {
-		return "", fmt.Errorf("write %q to %s: %w", value, p, werr)
-	}
-	if cerr != nil {
-		return "", fmt.Errorf("write %q to %s: %w", value, p, cerr)
-	}
-	got, err := r.ReadString(p)
-	if err != nil {
-		return "", fmt.Errorf("read back %s: %w", p, err)
-	}
-	return got, nil
-}
-
 func clip(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "..."

@@ -41,8 +41,11 @@ func (k *cpufreqKnob) ID() ID { return k.id }
 
 func (k *cpufreqKnob) path(cpu int) string { return cpuFile(cpu, "cpufreq/"+k.file) }
 
-// readAll reads every CPU's file once.
-func (k *cpufreqKnob) readAll() ([]int, []string, error) {
+// readAll reads every CPU's file once. Strict, an unreadable file or one
+// that is not a single word is an error; loose (for Apply), such a CPU's
+// value is "", which differs from every value Apply writes. Either way a
+// file missing on the first CPU means the knob is unsupported.
+func (k *cpufreqKnob) readAll(strict bool) ([]int, []string, error) {
 	ids, err := k.cpus.list()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", k.id, err)
@@ -51,16 +54,16 @@ func (k *cpufreqKnob) readAll() ([]int, []string, error) {
 	err = forEach(len(ids), func(i int) error {
 		p := k.path(ids[i])
 		s, err := k.f.ReadString(p)
-		if err != nil {
-			if i == 0 && notExist(err) {
-				return unsupported(k.id, p)
-			}
+		switch {
+		case err != nil && i == 0 && notExist(err):
+			return unsupported(k.id, p)
+		case err != nil && strict:
 			return fmt.Errorf("%s: %w", k.id, err)
-		}
-		if !isWord(s) {
+		case err == nil && !isWord(s) && strict:
 			return fmt.Errorf("%s: %w", k.id, garbage(p, s, "one word"))
+		case err == nil && isWord(s):
+			vals[i] = s
 		}
-		vals[i] = s
 		return nil
 	})
 	if err != nil {
@@ -70,7 +73,7 @@ func (k *cpufreqKnob) readAll() ([]int, []string, error) {
 }
 
 func (k *cpufreqKnob) Read() (Value, error) {
-	ids, vals, err := k.readAll()
+	ids, vals, err := k.readAll(true)
 	if err != nil {
 		return "", err
 	}
@@ -195,6 +198,9 @@ func (k *cpufreqKnob) canonAll(v Value, strict bool) ([]string, error) {
 
 // Apply writes each CPU whose value differs (one read of every CPU first,
 // then one write and read-back per changed CPU) and compares the result.
+// A CPU whose file cannot be read or holds no single word (a fixture file
+// left empty by a killed run) counts as differing and is written: a
+// rollback must put the journaled value back whatever is there now.
 //
 // CPUs that share a cpufreq policy share the file: a value giving them
 // different words cannot hold, and comes back as a mismatch only if the
@@ -205,7 +211,7 @@ func (k *cpufreqKnob) Apply(v Value) error {
 	if err != nil {
 		return err
 	}
-	ids, cur, err := k.readAll()
+	ids, cur, err := k.readAll(false)
 	if err != nil {
 		return err
 	}

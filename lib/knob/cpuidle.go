@@ -93,32 +93,44 @@ func (k *cstateKnob) disablePath(cpu int, state string) string {
 }
 
 // readAll reads every CPU's disable files once: off[i*len(states)+j] says
-// whether state j of CPU ids[i] is disabled.
-func (k *cstateKnob) readAll() ([]int, []string, []bool, error) {
-	ids, states, err := k.states()
+// whether state j of CPU ids[i] is disabled. Strict, an unreadable file or
+// one holding neither 0 nor 1 is an error; loose (for Apply), bad marks
+// such a file, which Apply then writes whatever it holds.
+func (k *cstateKnob) readAll(strict bool) (ids []int, states []string, off, bad []bool, err error) {
+	ids, states, err = k.states()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	off := make([]bool, len(ids)*len(states))
+	off = make([]bool, len(ids)*len(states))
+	bad = make([]bool, len(off))
 	err = forEach(len(ids), func(i int) error {
 		for j, st := range states {
+			x := i*len(states) + j
 			p := k.disablePath(ids[i], st)
 			s, err := k.f.ReadString(p)
 			if err != nil {
-				return fmt.Errorf("%s: %w", k.id, err)
+				if strict {
+					return fmt.Errorf("%s: %w", k.id, err)
+				}
+				bad[x] = true
+				continue
 			}
 			b, ok := parseFlag(s)
 			if !ok {
-				return fmt.Errorf("%s: %w", k.id, garbage(p, s, "0 or 1"))
+				if strict {
+					return fmt.Errorf("%s: %w", k.id, garbage(p, s, "0 or 1"))
+				}
+				bad[x] = true
+				continue
 			}
-			off[i*len(states)+j] = b
+			off[x] = b
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return ids, states, off, nil
+	return ids, states, off, bad, nil
 }
 
 // parseFlag reads a disable file: "0" or "1".
@@ -152,7 +164,7 @@ func formatOff(ids []int, states []string, off []bool) Value {
 }
 
 func (k *cstateKnob) Read() (Value, error) {
-	ids, states, off, err := k.readAll()
+	ids, states, off, _, err := k.readAll(true)
 	if err != nil {
 		return "", err
 	}
@@ -220,9 +232,12 @@ func (k *cstateKnob) parseOff(v string, states []string, into []bool) error {
 
 // Apply writes 1 to the disable file of each listed state and 0 to the
 // others, skipping files already right (one read of every file first), and
-// compares the result.
+// compares the result. A file that cannot be read or holds neither 0 nor 1
+// (a fixture file left empty by a killed run) is written anyway: a
+// rollback must put the journaled value back whatever is there now. The
+// idle states are still those listed on the first CPU.
 func (k *cstateKnob) Apply(v Value) error {
-	ids, states, cur, err := k.readAll()
+	ids, states, cur, bad, err := k.readAll(false)
 	if err != nil {
 		return err
 	}
@@ -239,7 +254,7 @@ func (k *cstateKnob) Apply(v Value) error {
 	err = forEach(len(ids), func(i int) error {
 		for j, st := range states {
 			x := i*len(states) + j
-			if cur[x] == want[x] {
+			if cur[x] == want[x] && !bad[x] {
 				continue
 			}
 			p, w := k.disablePath(ids[i], st), "0"

@@ -3,6 +3,8 @@ package knob
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,10 +13,25 @@ import (
 	"gpuprep/lib/host"
 )
 
-// mockGPUs opens mock:dgxh100 over the shared (read-only) dgxh100 root.
+// mockGPUs opens mock:dgxh100 over the shared (read-only) dgxh100 root. The
+// mock keeps the GPUs' settings in <root>/run, so the test gets a root of its
+// own whose other top folders are links into the shared copy: settings
+// changed here never reach another test, or the next run.
 func mockGPUs(t testing.TB) (gpu.Backend, []gpu.Device) {
 	t.Helper()
-	b, err := gpu.Open("mock:dgxh100", host.NewRoot(testroot.Shared(t, "dgxh100")))
+	shared, own := testroot.Shared(t, "dgxh100"), t.TempDir()
+	tops, err := os.ReadDir(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tops {
+		if e.Name() != "run" {
+			if err := os.Symlink(filepath.Join(shared, e.Name()), filepath.Join(own, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := gpu.Open("mock:dgxh100", host.NewRoot(own))
 	if err != nil {
 		t.Fatal(err)
 	}

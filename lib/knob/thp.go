@@ -1,6 +1,7 @@
 package knob
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,24 +15,37 @@ const thpDir = "/sys/kernel/mm/transparent_hugepage"
 // that word; Desired must be one of the words the file offers. It is
 // unsupported when the kernel has no THP (the file is absent).
 type thpKnob struct {
-	id   ID
-	f    files
-	path string
+	id    ID
+	f     files
+	path  string
+	known []string // the kernel's words for the file, in its order
+}
+
+// thpKnown are the words the kernel offers in each THP file, in the order
+// it lists them (mm/huge_memory.c).
+var thpKnown = map[string][]string{
+	"enabled": {"always", "madvise", "never"},
+	"defrag":  {"always", "defer", "defer+madvise", "madvise", "never"},
 }
 
 func newTHP(f files, name, file string) *thpKnob {
-	return &thpKnob{id: ID{name, NodeScope}, f: f, path: thpDir + "/" + file}
+	return &thpKnob{id: ID{name, NodeScope}, f: f, path: thpDir + "/" + file, known: thpKnown[file]}
 }
 
 func (k *thpKnob) ID() ID { return k.id }
 
 // parseTHP splits "always [madvise] never" into the word in force and the
-// words offered; anything else (no or several brackets, odd characters) is
-// an error naming the file.
-func parseTHP(path, s string) (string, []string, error) {
+// words offered. A file holding a single bare word among known (what a
+// fixture file holds after a run killed between Apply's two writes) is
+// that word, offering known. Anything else (no or several brackets, odd
+// characters) is an error naming the file.
+func parseTHP(path, s string, known []string) (string, []string, error) {
 	const want = `words with exactly one in brackets, like "always [madvise] never"`
 	var cur string
 	words := strings.Fields(s)
+	if len(words) == 1 && slices.Contains(known, words[0]) {
+		return words[0], slices.Clone(known), nil
+	}
 	opts := make([]string, 0, len(words))
 	for _, w := range words {
 		if inner, ok := strings.CutPrefix(w, "["); ok {
@@ -60,7 +74,7 @@ func (k *thpKnob) read() (string, []string, error) {
 		}
 		return "", nil, fmt.Errorf("%s: %w", k.id, err)
 	}
-	cur, opts, err := parseTHP(k.path, s)
+	cur, opts, err := parseTHP(k.path, s, k.known)
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", k.id, err)
 	}
@@ -91,17 +105,29 @@ func (k *thpKnob) Desired(setting string) (Value, error) {
 // root standing for sysfs) reads back the bare word written; Apply then
 // writes the list the kernel would show ("always [madvise] never"), so that
 // fixture roots behave like the node and the next Read works.
+//
+// What the file holds before does not matter beyond its list of words: a
+// rollback must put the journaled word back whatever is there now. When
+// that list cannot be read (garbage, or a bare word left by a run killed
+// between the two writes), the kernel's known list stands in. Only an
+// absent file is unsupported.
 func (k *thpKnob) Apply(v Value) error {
 	if !isWord(string(v)) {
 		return fmt.Errorf("%s: %q is not a THP mode", k.id, clip(string(v)))
 	}
 	_, opts, err := k.read()
 	if err != nil {
-		return err
+		if errors.Is(err, ErrUnsupported) {
+			return err
+		}
+		opts = k.known
 	}
 	got, err := k.f.WriteFile(k.path, string(v))
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if got == string(v) && !slices.Contains(opts, got) {
+		opts = k.known // a word the file did not list
 	}
 	if got == string(v) && slices.Contains(opts, got) {
 		shown := make([]string, len(opts))
@@ -115,7 +141,7 @@ func (k *thpKnob) Apply(v Value) error {
 			return fmt.Errorf("%s: %w", k.id, err)
 		}
 	}
-	cur, _, err := parseTHP(k.path, got)
+	cur, _, err := parseTHP(k.path, got, k.known)
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
