@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what the end-to-end tests need on Debian: Slurm (slurmctld, slurmd
-# and the clients, package slurm-wlm), munge, and hwloc (lstopo-no-graphics,
-# the oracle for the node model). Idempotent: does nothing when all are there.
+# and the clients, package slurm-wlm), munge, hwloc (lstopo-no-graphics, the
+# oracle for the node model), and strace (the crash tests kill the hooks at
+# chosen syscalls with it). Idempotent: does nothing when all are there.
 # While apt runs, /usr/sbin/policy-rc.d (exit 101) keeps the packages' init
 # scripts from starting system daemons; it is removed afterwards if this
 # script created it. The tests start their own private daemons
@@ -13,21 +14,21 @@ have() {
 }
 
 missing=""
-for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics; do
+for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace; do
 	have "$c" || missing="$missing $c"
 done
 if [ -z "$missing" ]; then
-	echo "install-deps: slurm, munge and hwloc are installed"
+	echo "install-deps: slurm, munge, hwloc and strace are installed"
 	exit 0
 fi
 echo "install-deps: missing:$missing"
 
 if [ "$(id -u)" != 0 ]; then
-	echo "install-deps: must run as root to install slurm-wlm munge hwloc" >&2
+	echo "install-deps: must run as root to install slurm-wlm munge hwloc strace" >&2
 	exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-deps: no apt-get: install slurm-wlm, munge and hwloc by hand" >&2
+	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc and strace by hand" >&2
 	exit 1
 fi
 
@@ -41,7 +42,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 timeout 300 apt-get update
-timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc
+timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc strace
 
 still=""
 for c in $missing; do
@@ -51,4 +52,4 @@ if [ -n "$still" ]; then
 	echo "install-deps: still missing after install:$still" >&2
 	exit 1
 fi
-echo "install-deps: installed slurm-wlm munge hwloc"
+echo "install-deps: installed slurm-wlm munge hwloc strace"

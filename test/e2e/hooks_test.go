@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,68 +118,6 @@ func (n *hookNode) checkClean(what string) {
 	if len(st.Holders) > 0 {
 		n.t.Fatalf("%s: holders left: %v", what, st.Holders)
 	}
-}
-
-// TestCrashSafety kills the prolog and the epilog (SIGKILL) at 200+ seeded
-// points across their steps, and at seeded random moments, and checks that
-// the next run puts the node back at its exact baseline every time.
-func TestCrashSafety(t *testing.T) {
-	t.Parallel()
-	n := newHookNode(t)
-	// One full cycle first, so the mock GPUs' saved settings exist and
-	// belong to the baseline.
-	n.must("prolog", 1, "0", "")
-	n.must("epilog", 1, "", "")
-	base := n.snap()
-
-	crashes, timed := 0, 0
-	rng := rand.New(rand.NewSource(20261129))
-	for seed := 0; crashes < 200 || timed < 40; seed++ {
-		if seed > 2000 {
-			t.Fatalf("only %d step crashes and %d timed kills after %d seeds", crashes, timed, seed)
-		}
-		job := 1000 + seed
-		gpus := []string{"0", "1,2", "3", "4,5,6,7"}[rng.Intn(4)]
-		comment := []string{"", "gpuprep=quiet"}[rng.Intn(2)]
-		shared := rng.Intn(3) == 0 // another job holds the node's knobs
-		if shared {
-			n.must("prolog", 99, "7", "")
-		}
-		phase := []string{"prolog", "epilog"}[rng.Intn(2)]
-		if phase == "epilog" {
-			n.must("prolog", job, gpus, comment)
-		}
-		var code int
-		var stderr string
-		if crashes >= 200 || (timed < 40 && rng.Intn(5) == 0) {
-			cmd := n.hookCmd(phase, job, gpus, comment)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(rng.Intn(40000)) * time.Microsecond)
-			cmd.Process.Kill()
-			cmd.Wait()
-			timed++
-		} else {
-			step := 1 + rng.Intn(14)
-			code, stderr = n.hook(phase, job, gpus, comment, fmt.Sprintf("GPUPREP_TEST_CRASH_AT=%d", step))
-			if code == -int(syscall.SIGKILL) {
-				crashes++
-			} else if code != 0 {
-				t.Fatalf("seed %d: %s exit %d: %s", seed, phase, code, stderr)
-			}
-		}
-		// The next runs recover, then finish the job's life.
-		n.must("epilog", job, "", "")
-		if shared {
-			n.must("epilog", 99, "", "")
-		}
-		if d := n.snap().Diff(base, 5); len(d) != 0 {
-			t.Fatalf("seed %d (%s killed, shared=%v): node not at baseline: %v", seed, phase, shared, d)
-		}
-		n.checkClean(fmt.Sprintf("seed %d", seed))
-	}
-	t.Logf("%d kills at journal steps, %d at random moments: baseline restored every time", crashes, timed)
 }
 
 // TestConcurrentJobs runs 50 overlapping prolog/epilog pairs on one node;
