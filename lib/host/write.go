@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -121,7 +120,7 @@ func replaceFile(fd int, full, value string) error {
 	err := unix.Fstat(fd, &st)
 	var real string
 	if err == nil {
-		real, err = openedPath(fd, full)
+		real, err = openedPath(full)
 	}
 	unix.Close(fd)
 	if err != nil {
@@ -158,18 +157,12 @@ func replaceFile(fd int, full, value string) error {
 	return nil
 }
 
-// openedPath is the path of the file open as fd (opened by the path full),
-// every symlink resolved: /proc/self/fd/<fd>'s link, one system call, or
-// where that is unavailable or the file was replaced meanwhile, the same
-// walk again.
-func openedPath(fd int, full string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
-	if err == nil && n < len(buf) {
-		if p := string(buf[:n]); filepath.IsAbs(p) && !strings.HasSuffix(p, " (deleted)") {
-			return p, nil
-		}
-	}
+// openedPath is the path of the file opened by the path full,
+// every symlink resolved. It walks the path again rather than read
+// /proc/self/fd/<fd>: when another writer swapped the file meanwhile, the
+// descriptor names the old file under that writer's temporary name, which
+// that writer is about to unlink; the path always names the file in place.
+func openedPath(full string) (string, error) {
 	return filepath.EvalSymlinks(full)
 }
 
