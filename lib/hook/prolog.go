@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gpuprep/lib/config"
@@ -181,7 +182,7 @@ func jobScopes(gpus []gpu.Device) map[string]bool {
 // (for example persistence stays on) in its scopes, checked by the epilog.
 func invariants(knobs map[string]knob.Knob, prof config.Profile, scopes map[string]bool) []plan.Hold {
 	var out []plan.Hold
-	for _, key := range sortedKeys(knobs) {
+	for _, key := range slices.Sorted(maps.Keys(knobs)) {
 		k := knobs[key]
 		setting, ok := knob.Setting(prof.Invariants, k.ID().Name)
 		if !ok || !scopes[k.ID().Scope] {

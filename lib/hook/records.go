@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -162,6 +161,3 @@ func readJobRecords(sp *state.Spool) (map[string]*JobRecord, error) {
 	}
 	return out, nil
 }
-
-// errNodeFileBad marks a node.json that exists but holds no usable state.
-var errNodeFileBad = errors.New("node.json unusable")

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -189,7 +190,7 @@ func (s *spoolState) dropBootStale(o *Options, out *Outcome) error {
 func (o *Options) bootDifferences(old map[string]knob.Value) []string {
 	knobs := catalog(o, o.devices())
 	var out []string
-	for _, key := range sortedKeys(old) {
+	for _, key := range slices.Sorted(maps.Keys(old)) {
 		k, ok := knobs[key]
 		if !ok {
 			out = append(out, key+": gone")
@@ -215,13 +216,4 @@ func readBootID(o *Options) string {
 		return ""
 	}
 	return id
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,6 +6,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -150,7 +152,7 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 		held[key] = true
 	}
 	var earlier []Hold
-	for _, key := range sortedKeys(p.State.Holders) {
+	for _, key := range slices.Sorted(maps.Keys(p.State.Holders)) {
 		if h := p.State.Holders[key]; contains(h.Jobs, job) && !held[key] {
 			earlier = append(earlier, Hold{ID: idOf(key, sorted), Expected: h.Value})
 		}
@@ -219,15 +221,6 @@ func idOf(key string, obs []Observed) knob.ID {
 		return knob.ID{Name: key}
 	}
 	return knob.ID{Name: key[:i], Scope: key[i+1:]}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // differs says whether a knob must be written to go from cur to target. A
