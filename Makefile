@@ -21,7 +21,7 @@ bin/gpuprep-gres: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gr
 FORCE:
 
 # deps installs what the tests need on a fresh Debian 12 machine (as root):
-# Slurm (slurm-wlm), munge and hwloc. It changes nothing when they are there.
+# Slurm (slurm-wlm), munge, hwloc and strace. It changes nothing when they are there.
 deps:
 	bash test/install-deps.sh
 
