@@ -118,18 +118,18 @@ func TestCatalog(t *testing.T) {
 	if got := ByName(ks, "gpu_power_limit_w"); len(got) != 2 || got[1].ID().Scope != GPUScope(devs[2].UUID) {
 		t.Fatalf("ByName: %v", got)
 	}
-	id := ID{"gpu_compute_mode", GPUScope(devs[1].UUID)}
+	id := ID{Name: "gpu_compute_mode", Scope: GPUScope(devs[1].UUID)}
 	if k := Find(ks, id); k == nil || k.ID() != id {
 		t.Fatalf("Find %v", id)
 	}
-	if Find(ks, ID{"gpu_compute_mode", GPUScope(devs[0].UUID)}) != nil {
+	if Find(ks, ID{Name: "gpu_compute_mode", Scope: GPUScope(devs[0].UUID)}) != nil {
 		t.Fatal("found a GPU outside the job")
 	}
 	if n := len(Catalog(Env{Root: r, GPUs: devs})); n != len(NodeKnobNames) {
 		t.Fatalf("no backend: %d knobs", n)
 	}
 	// Explicit CPUs.
-	gov := Find(Catalog(Env{Root: r, CPUs: cpuset.MustParse("1-2")}), ID{"cpu_governor", NodeScope})
+	gov := Find(Catalog(Env{Root: r, CPUs: cpuset.MustParse("1-2")}), ID{Name: "cpu_governor", Scope: NodeScope})
 	mustApply(t, gov, "performance")
 	if v := mustRead(t, ByName(Catalog(Env{Root: r}), "cpu_governor")[0]); v != "0,3-7=powersave;1-2=performance" {
 		t.Fatalf("governor %q", v)
@@ -162,15 +162,15 @@ func TestFixtureRoundTrip(t *testing.T) {
 	}
 	base := readAll(t, ks)
 	for id, want := range map[ID]Value{
-		{"cpu_governor", NodeScope}:                       "0-4,8-99,101-222=powersave;5-7,100,223=performance",
-		{"energy_performance_preference", NodeScope}:      "0-4,8-99,101-222=balance_performance;5-7,100,223=power",
-		{"cstate_max_latency_us", NodeScope}:              "0-4,8-99,101-222=;5-7,100,223=state1",
-		{"thp_enabled", NodeScope}:                        "madvise",
-		{"vm_swappiness", NodeScope}:                      "60",
-		{"kernel_numa_balancing", NodeScope}:              "1",
-		{"gpu_persistence", GPUScope(devs[1].UUID)}:       "on",
-		{"gpu_locked_clocks_mhz", GPUScope(devs[1].UUID)}: Unknown,
-		{"gpu_power_limit_w", GPUScope(devs[0].UUID)}:     "700",
+		{Name: "cpu_governor", Scope: NodeScope}:                       "0-4,8-99,101-222=powersave;5-7,100,223=performance",
+		{Name: "energy_performance_preference", Scope: NodeScope}:      "0-4,8-99,101-222=balance_performance;5-7,100,223=power",
+		{Name: "cstate_max_latency_us", Scope: NodeScope}:              "0-4,8-99,101-222=;5-7,100,223=state1",
+		{Name: "thp_enabled", Scope: NodeScope}:                        "madvise",
+		{Name: "vm_swappiness", Scope: NodeScope}:                      "60",
+		{Name: "kernel_numa_balancing", Scope: NodeScope}:              "1",
+		{Name: "gpu_persistence", Scope: GPUScope(devs[1].UUID)}:       "on",
+		{Name: "gpu_locked_clocks_mhz", Scope: GPUScope(devs[1].UUID)}: Unknown,
+		{Name: "gpu_power_limit_w", Scope: GPUScope(devs[0].UUID)}:     "700",
 	} {
 		if base[id] != want {
 			t.Errorf("baseline %s = %q, want %q", id, base[id], want)
@@ -199,8 +199,8 @@ func TestFixtureRoundTrip(t *testing.T) {
 			t.Errorf("after apply %s = %q, want %q", id, after[id], want)
 		}
 	}
-	if after[ID{"cstate_max_latency_us", NodeScope}] != "state3" {
-		t.Errorf("cstate after apply: %q", after[ID{"cstate_max_latency_us", NodeScope}])
+	if after[ID{Name: "cstate_max_latency_us", Scope: NodeScope}] != "state3" {
+		t.Errorf("cstate after apply: %q", after[ID{Name: "cstate_max_latency_us", Scope: NodeScope}])
 	}
 	if got := get(t, root, thpDir+"/defrag"); got != "always defer [defer+madvise] madvise never" {
 		t.Errorf("defrag file %q", got)

@@ -28,12 +28,12 @@ type cpufreqKnob struct {
 }
 
 func newGovernor(f files, cpus *cpuScope) *cpufreqKnob {
-	return &cpufreqKnob{id: ID{"cpu_governor", NodeScope}, f: f, cpus: cpus,
+	return &cpufreqKnob{id: ID{Name: "cpu_governor", Scope: NodeScope}, f: f, cpus: cpus,
 		file: "scaling_governor", avail: "scaling_available_governors"}
 }
 
 func newEPP(f files, cpus *cpuScope) *cpufreqKnob {
-	return &cpufreqKnob{id: ID{"energy_performance_preference", NodeScope}, f: f, cpus: cpus,
+	return &cpufreqKnob{id: ID{Name: "energy_performance_preference", Scope: NodeScope}, f: f, cpus: cpus,
 		file: "energy_performance_preference", avail: "energy_performance_available_preferences", epp: true}
 }
 

@@ -35,7 +35,7 @@ type cstateKnob struct {
 }
 
 func newCState(f files, cpus *cpuScope) *cstateKnob {
-	return &cstateKnob{id: ID{"cstate_max_latency_us", NodeScope}, f: f, cpus: cpus}
+	return &cstateKnob{id: ID{Name: "cstate_max_latency_us", Scope: NodeScope}, f: f, cpus: cpus}
 }
 
 func (k *cstateKnob) ID() ID { return k.id }

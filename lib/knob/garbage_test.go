@@ -136,7 +136,7 @@ func TestApplyOverUnreadable(t *testing.T) {
 		{"thp_defrag", thpDir + "/defrag", "never", "always defer defer+madvise madvise [never]"},
 	} {
 		e := &eioFS{Root: r, bad: map[string]bool{tc.path: true}}
-		k := Find(nodeKnobs(e, cpusetOf(t, "")), ID{tc.name, NodeScope})
+		k := Find(nodeKnobs(e, cpusetOf(t, "")), ID{Name: tc.name, Scope: NodeScope})
 		_, err := k.Read()
 		if !errors.Is(err, syscall.EIO) {
 			t.Fatalf("%s: Read over an unreadable file: %v", tc.name, err)

@@ -350,7 +350,7 @@ func (k *powerKnob) Apply(v Value) error {
 // GPUKnobs returns the knobs of one GPU, in the configuration's order.
 func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob {
 	base := func(name string) gpuKnob {
-		return gpuKnob{id: ID{name, GPUScope(dev.UUID)}, b: b, index: dev.Index}
+		return gpuKnob{id: ID{Name: name, Scope: GPUScope(dev.UUID)}, b: b, index: dev.Index}
 	}
 	return []Knob{
 		&persistenceKnob{base("gpu_persistence")},

@@ -8,30 +8,26 @@ package knob
 import (
 	"errors"
 	"fmt"
+
+	"gpuprep/lib/knobval"
 )
 
-// ErrUnsupported marks a knob whose file or API is absent on this node (no
-// cpufreq in a VM, a GPU without settable clocks). It is reported and
-// skipped unless the profile marks the knob required.
-var ErrUnsupported = errors.New("unsupported on this node")
+// Aliases of the leaf package's names, so that knob's users need one import.
+type (
+	// Value is a knob's value in canonical string form; see knobval.Value.
+	Value = knobval.Value
+	// ID names one knob in one scope; see knobval.ID.
+	ID = knobval.ID
+)
 
-// Value is a knob's value in canonical string form ("performance",
-// "madvise", "10", "on", "0-3=powersave;4-7=performance").
-type Value string
-
-// ID names one knob in one scope.
-type ID struct {
-	Name  string `json:"knob"`  // the config key: "cpu_governor", "gpu_persistence", ...
-	Scope string `json:"scope"` // "node", or "gpu:<uuid>" for a GPU's knob
-}
-
-func (id ID) String() string { return id.Name + "@" + id.Scope }
+// ErrUnsupported marks a knob absent on this node; see knobval.ErrUnsupported.
+var ErrUnsupported = knobval.ErrUnsupported
 
 // NodeScope is the scope of node-wide knobs (CPU, memory, kernel).
-const NodeScope = "node"
+const NodeScope = knobval.NodeScope
 
 // GPUScope is the scope of one GPU's knobs.
-func GPUScope(uuid string) string { return "gpu:" + uuid }
+func GPUScope(uuid string) string { return knobval.GPUScope(uuid) }
 
 // Knob is one tunable setting in one scope.
 type Knob interface {
@@ -65,10 +61,6 @@ func (e *MismatchError) Error() string {
 // knob: it is neither applied nor journaled.
 var ErrLeaveAlone = errors.New("leave alone")
 
-// Unknown is the Value of a knob that can be set but not read back: a GPU's
-// locked clocks (NVML has no getter for them). Apply(Unknown) puts the knob
-// to its driver default (it unlocks the clocks), so a baseline recorded as
-// Unknown restores by resetting. A planner cannot compare Unknown with a
-// desired value: it applies a profile's setting every time, and an epilog
-// cannot tell drift on such a knob.
-const Unknown Value = "unknown"
+// Unknown is the Value of a knob that can be set but not read back; see
+// knobval.Unknown.
+const Unknown = knobval.Unknown

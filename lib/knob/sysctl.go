@@ -42,7 +42,7 @@ var sysctls = []struct {
 func newSysctl(f files, name string) *sysctlKnob {
 	for _, s := range sysctls {
 		if s.name == name {
-			return &sysctlKnob{id: ID{name, NodeScope}, f: f, path: s.path, lo: s.lo, hi: s.hi, bytes: s.bytes}
+			return &sysctlKnob{id: ID{Name: name, Scope: NodeScope}, f: f, path: s.path, lo: s.lo, hi: s.hi, bytes: s.bytes}
 		}
 	}
 	panic("knob: no sysctl " + name)

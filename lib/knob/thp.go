@@ -29,7 +29,7 @@ var thpKnown = map[string][]string{
 }
 
 func newTHP(f files, name, file string) *thpKnob {
-	return &thpKnob{id: ID{name, NodeScope}, f: f, path: thpDir + "/" + file, known: thpKnown[file]}
+	return &thpKnob{id: ID{Name: name, Scope: NodeScope}, f: f, path: thpDir + "/" + file, known: thpKnown[file]}
 }
 
 func (k *thpKnob) ID() ID { return k.id }

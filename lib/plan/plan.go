@@ -11,27 +11,27 @@ import (
 	"sort"
 	"strings"
 
-	"gpuprep/lib/knob"
+	"gpuprep/lib/knobval"
 )
 
 // Holding is a knob value that jobs on the node currently rely on.
 type Holding struct {
-	Value knob.Value `json:"value"`
-	Jobs  []string   `json:"jobs"`
+	Value knobval.Value `json:"value"`
+	Jobs  []string      `json:"jobs"`
 }
 
 // NodeState is what the node's spool remembers between jobs (node.json).
 type NodeState struct {
 	// Baseline is each knob's value before gpuprep first touched it,
 	// recorded once and never overwritten by a tuned value.
-	Baseline map[string]knob.Value `json:"baseline"`
+	Baseline map[string]knobval.Value `json:"baseline"`
 	// Holders are the knobs jobs hold now, by knob ID string.
 	Holders map[string]Holding `json:"holders"`
 }
 
 // Clone returns a deep copy.
 func (s NodeState) Clone() NodeState {
-	out := NodeState{Baseline: map[string]knob.Value{}, Holders: map[string]Holding{}}
+	out := NodeState{Baseline: map[string]knobval.Value{}, Holders: map[string]Holding{}}
 	for k, v := range s.Baseline {
 		out.Baseline[k] = v
 	}
@@ -43,15 +43,15 @@ func (s NodeState) Clone() NodeState {
 
 // Observed is one knob as read now.
 type Observed struct {
-	ID knob.ID
+	ID knobval.ID
 	// Current is the value read; Err is set instead when it could not be
-	// read (wrapping knob.ErrUnsupported when absent).
-	Current knob.Value
+	// read (wrapping knobval.ErrUnsupported when absent).
+	Current knobval.Value
 	Err     error
 	// Desired is what the job's profile asks for (already through
 	// Knob.Desired); HasDesired is false when the profile leaves the knob
 	// alone; DesiredErr is set when the setting is invalid here.
-	Desired    knob.Value
+	Desired    knobval.Value
 	HasDesired bool
 	DesiredErr error
 	Required   bool
@@ -59,28 +59,28 @@ type Observed struct {
 
 // Change is one write the plan makes.
 type Change struct {
-	ID       knob.ID    `json:"id"`
-	From     knob.Value `json:"from"`
-	To       knob.Value `json:"to"`
-	Required bool       `json:"required"`
-	Why      string     `json:"why"` // "profile", "shared", "restore"
+	ID       knobval.ID    `json:"id"`
+	From     knobval.Value `json:"from"`
+	To       knobval.Value `json:"to"`
+	Required bool          `json:"required"`
+	Why      string        `json:"why"` // "profile", "shared", "restore"
 	// Unread is set when the present value could not be read: From is
-	// knob.Unknown, the change is made anyway, and undoing it has nothing
+	// knobval.Unknown, the change is made anyway, and undoing it has nothing
 	// to write back.
 	Unread bool `json:"unread,omitempty"`
 }
 
 // Hold is a knob value the job relies on and the epilog checks for drift.
 type Hold struct {
-	ID       knob.ID    `json:"id"`
-	Expected knob.Value `json:"expected"`
+	ID       knobval.ID    `json:"id"`
+	Expected knobval.Value `json:"expected"`
 }
 
 // Skip is a knob the plan leaves alone, and why.
 type Skip struct {
-	ID       knob.ID `json:"id"`
-	Reason   string  `json:"reason"`
-	Required bool    `json:"required"` // a required knob skipped fails the prolog
+	ID       knobval.ID `json:"id"`
+	Reason   string     `json:"reason"`
+	Required bool       `json:"required"` // a required knob skipped fails the prolog
 }
 
 // Plan is the outcome of planning.
@@ -158,7 +158,7 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 		}
 	}
 	if len(earlier) > 0 {
-		current := map[string]knob.Value{}
+		current := map[string]knobval.Value{}
 		for _, o := range sorted {
 			if o.Err == nil {
 				current[o.ID.String()] = o.Current
@@ -178,7 +178,7 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 // held knob's value now; a knob missing from it could not be read, and is
 // written anyway (Unread): a restore never depends on parsing what a job
 // or a killed run left in the file.
-func Release(job string, holds []Hold, current map[string]knob.Value, fallback map[string]knob.Value, st NodeState) *Plan {
+func Release(job string, holds []Hold, current map[string]knobval.Value, fallback map[string]knobval.Value, st NodeState) *Plan {
 	p := &Plan{State: st.Clone()}
 	for _, hd := range holds {
 		key := hd.ID.String()
@@ -198,7 +198,7 @@ func Release(job string, holds []Hold, current map[string]knob.Value, fallback m
 		}
 		cur, read := current[key]
 		if !read {
-			p.Changes = append(p.Changes, Change{ID: hd.ID, From: knob.Unknown, To: target, Required: true, Why: "restore", Unread: true})
+			p.Changes = append(p.Changes, Change{ID: hd.ID, From: knobval.Unknown, To: target, Required: true, Why: "restore", Unread: true})
 			continue
 		}
 		if differs(cur, target) {
@@ -210,7 +210,7 @@ func Release(job string, holds []Hold, current map[string]knob.Value, fallback m
 
 // idOf turns a knob ID string back into the ID, from the observed knobs
 // when one matches (else split at the last "@").
-func idOf(key string, obs []Observed) knob.ID {
+func idOf(key string, obs []Observed) knobval.ID {
 	for _, o := range obs {
 		if o.ID.String() == key {
 			return o.ID
@@ -218,30 +218,30 @@ func idOf(key string, obs []Observed) knob.ID {
 	}
 	i := strings.LastIndex(key, "@")
 	if i < 0 {
-		return knob.ID{Name: key}
+		return knobval.ID{Name: key}
 	}
-	return knob.ID{Name: key[:i], Scope: key[i+1:]}
+	return knobval.ID{Name: key[:i], Scope: key[i+1:]}
 }
 
 // differs says whether a knob must be written to go from cur to target. A
-// value that cannot be read back (knob.Unknown: NVML has no getter for locked
+// value that cannot be read back (knobval.Unknown: NVML has no getter for locked
 // clocks) always is.
-func differs(cur, target knob.Value) bool {
-	return cur != target || cur == knob.Unknown
+func differs(cur, target knobval.Value) bool {
+	return cur != target || cur == knobval.Unknown
 }
 
 // Drifted says whether a held knob's value now differs from what the job
 // expected; unknown values cannot drift.
-func Drifted(expected, found knob.Value) bool {
-	return expected != found && expected != knob.Unknown && found != knob.Unknown
+func Drifted(expected, found knobval.Value) bool {
+	return expected != found && expected != knobval.Unknown && found != knobval.Unknown
 }
 
 func sortObserved(obs []Observed) []Observed {
 	out := append([]Observed(nil), obs...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].ID, out[j].ID
-		if (a.Scope == knob.NodeScope) != (b.Scope == knob.NodeScope) {
-			return a.Scope == knob.NodeScope // node knobs first, then GPUs
+		if (a.Scope == knobval.NodeScope) != (b.Scope == knobval.NodeScope) {
+			return a.Scope == knobval.NodeScope // node knobs first, then GPUs
 		}
 		if a.Scope != b.Scope {
 			return a.Scope < b.Scope

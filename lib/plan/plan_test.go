@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"gpuprep/lib/knob"
+	"gpuprep/lib/knobval"
 )
 
-var gov = knob.ID{Name: "cpu_governor", Scope: knob.NodeScope}
-var thp = knob.ID{Name: "thp_enabled", Scope: knob.NodeScope}
-var pers = knob.ID{Name: "gpu_persistence", Scope: knob.GPUScope("GPU-1")}
+var gov = knobval.ID{Name: "cpu_governor", Scope: knobval.NodeScope}
+var thp = knobval.ID{Name: "thp_enabled", Scope: knobval.NodeScope}
+var pers = knobval.ID{Name: "gpu_persistence", Scope: knobval.GPUScope("GPU-1")}
 
 func empty() NodeState {
-	return NodeState{Baseline: map[string]knob.Value{}, Holders: map[string]Holding{}}
+	return NodeState{Baseline: map[string]knobval.Value{}, Holders: map[string]Holding{}}
 }
 
 func TestForJobChangesAndRecordsBaseline(t *testing.T) {
@@ -21,7 +21,7 @@ func TestForJobChangesAndRecordsBaseline(t *testing.T) {
 		{ID: pers, Current: "off", Desired: "on", HasDesired: true},
 		{ID: gov, Current: "powersave", Desired: "performance", HasDesired: true, Required: true},
 		{ID: thp, Current: "madvise", Desired: "madvise", HasDesired: true},
-		{ID: knob.ID{Name: "vm_swappiness", Scope: knob.NodeScope}, Current: "60"}, // profile leaves it alone
+		{ID: knobval.ID{Name: "vm_swappiness", Scope: knobval.NodeScope}, Current: "60"}, // profile leaves it alone
 	}
 	p := ForJob("7", obs, empty())
 	if len(p.Changes) != 2 || p.Changes[0].ID != gov || p.Changes[1].ID != pers {
@@ -55,12 +55,12 @@ func TestBaselineNeverOverwrittenByTunedValue(t *testing.T) {
 		t.Fatalf("baseline overwritten: %v", p2.State.Baseline)
 	}
 	// Job 1 leaves: job 2 still holds it, nothing restored.
-	r1 := Release("1", p.Holds, map[string]knob.Value{gov.String(): "performance"}, nil, p2.State)
+	r1 := Release("1", p.Holds, map[string]knobval.Value{gov.String(): "performance"}, nil, p2.State)
 	if len(r1.Changes) != 0 || len(r1.State.Holders[gov.String()].Jobs) != 1 {
 		t.Fatalf("release with another holder: %+v %+v", r1.Changes, r1.State.Holders)
 	}
 	// Job 2 leaves: back to the baseline.
-	r2 := Release("2", p2.Holds, map[string]knob.Value{gov.String(): "performance"}, nil, r1.State)
+	r2 := Release("2", p2.Holds, map[string]knobval.Value{gov.String(): "performance"}, nil, r1.State)
 	if len(r2.Changes) != 1 || r2.Changes[0].To != "powersave" || len(r2.State.Holders) != 0 {
 		t.Fatalf("last release: %+v %+v", r2.Changes, r2.State.Holders)
 	}
@@ -78,7 +78,7 @@ func TestConflictingJobsGetValueInForce(t *testing.T) {
 }
 
 func TestSkipsAndRequired(t *testing.T) {
-	unsupported := errors.Join(knob.ErrUnsupported, errors.New("no cpufreq"))
+	unsupported := errors.Join(knobval.ErrUnsupported, errors.New("no cpufreq"))
 	p := ForJob("1", []Observed{
 		{ID: gov, Err: unsupported, Desired: "performance", HasDesired: true, Required: false},
 		{ID: thp, Current: "always", DesiredErr: errors.New(`"huge" is not offered`), Required: true},
@@ -95,13 +95,13 @@ func TestSkipsAndRequired(t *testing.T) {
 func TestReleaseFallsBackToDefaults(t *testing.T) {
 	st := empty()
 	st.Holders[gov.String()] = Holding{Value: "performance", Jobs: []string{"9"}}
-	r := Release("9", []Hold{{ID: gov, Expected: "performance"}}, map[string]knob.Value{gov.String(): "performance"},
-		map[string]knob.Value{"cpu_governor": "schedutil"}, st)
+	r := Release("9", []Hold{{ID: gov, Expected: "performance"}}, map[string]knobval.Value{gov.String(): "performance"},
+		map[string]knobval.Value{"cpu_governor": "schedutil"}, st)
 	if len(r.Changes) != 1 || r.Changes[0].To != "schedutil" {
 		t.Fatalf("%+v", r.Changes)
 	}
 	// Releasing twice is harmless (epilog retried).
-	r2 := Release("9", []Hold{{ID: gov, Expected: "performance"}}, map[string]knob.Value{gov.String(): "schedutil"}, nil, r.State)
+	r2 := Release("9", []Hold{{ID: gov, Expected: "performance"}}, map[string]knobval.Value{gov.String(): "schedutil"}, nil, r.State)
 	if len(r2.Changes) != 0 {
 		t.Errorf("second release changed %+v", r2.Changes)
 	}
@@ -110,16 +110,16 @@ func TestReleaseFallsBackToDefaults(t *testing.T) {
 // TestUnknownValuesAlwaysWritten: locked clocks cannot be read back, so they
 // are always applied and always restored, and never reported as drift.
 func TestUnknownValuesAlwaysWritten(t *testing.T) {
-	clk := knob.ID{Name: "gpu_locked_clocks_mhz", Scope: knob.GPUScope("GPU-1")}
-	p := ForJob("1", []Observed{{ID: clk, Current: knob.Unknown, Desired: "1980,1980", HasDesired: true}}, empty())
+	clk := knobval.ID{Name: "gpu_locked_clocks_mhz", Scope: knobval.GPUScope("GPU-1")}
+	p := ForJob("1", []Observed{{ID: clk, Current: knobval.Unknown, Desired: "1980,1980", HasDesired: true}}, empty())
 	if len(p.Changes) != 1 {
 		t.Fatalf("lock not applied: %+v", p.Changes)
 	}
-	r := Release("1", p.Holds, map[string]knob.Value{clk.String(): knob.Unknown}, nil, p.State)
-	if len(r.Changes) != 1 || r.Changes[0].To != knob.Unknown {
+	r := Release("1", p.Holds, map[string]knobval.Value{clk.String(): knobval.Unknown}, nil, p.State)
+	if len(r.Changes) != 1 || r.Changes[0].To != knobval.Unknown {
 		t.Fatalf("locked clocks not reset at the end: %+v", r.Changes)
 	}
-	if Drifted("1980,1980", knob.Unknown) {
+	if Drifted("1980,1980", knobval.Unknown) {
 		t.Error("an unreadable value reported as drift")
 	}
 }
