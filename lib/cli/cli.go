@@ -44,7 +44,7 @@ type Common struct {
 func (c *Common) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ConfigPath, "config", config.DefaultPath, "configuration file (built-in defaults when the default path is absent)")
 	fs.StringVar(&c.Root, "root", "/", "directory standing for the node's / (a fixture root in tests)")
-	fs.StringVar(&c.GPUBackend, "gpu-backend", "", "auto|nvml|procfs|none|mock:<dgxa100|dgxh100|dgxh200|dgxb200> (default: the config's, else auto)")
+	fs.StringVar(&c.GPUBackend, "gpu-backend", "", "auto|nvml|procfs|none (test builds: mock:<dgxa100|dgxh100|dgxh200|dgxb200>; default: the config's, else auto)")
 	fs.BoolVar(&c.JSON, "json", false, "print JSON")
 	fs.StringVar(&c.LogLevel, "log-level", "", "debug|info|warn|error (default: the config's, else warn)")
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")

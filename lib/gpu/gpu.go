@@ -1,14 +1,13 @@
-// Package gpu is gpuprep's one view of a node's NVIDIA GPUs. Three backends
-// implement Backend: nvml (go-nvml, the full picture, needs libnvidia-ml),
-// procfs (/proc/driver/nvidia and sysfs only: fast, read-only, no NVML) and
-// mock (go-nvml's dgx mock servers completed to match a fixture root).
+// Package gpu is gpuprep's one view of a node's NVIDIA GPUs: the facts
+// (Device, Settings, Health, MIGState), small interfaces over them, and the
+// backends that need no library: procfs (/proc/driver/nvidia only: fast,
+// read-only) and none. The NVML backend is in lib/gpu/nvmlgpu and the
+// go-nvml mock servers in internal/gpumock; both register themselves with
+// Register, so this package imports no go-nvml and a production binary
+// carries no mock.
 package gpu
 
-import (
-	"errors"
-
-	"gpuprep/lib/cpuset"
-)
+import "errors"
 
 // ErrUnsupported marks a query or setting this backend or GPU cannot answer
 // (NVML's NOT_SUPPORTED, or a procfs backend asked for clocks). Callers report
@@ -27,18 +26,6 @@ type Device struct {
 	// BusID is the PCI address, canonical: 4-hex-digit domain, lower case
 	// ("0000:18:00.0"). Use CanonicalBusID on anything read from NVML.
 	Name string `json:"name"` // product name as NVML reports it: "NVIDIA H100 80GB HBM3"
-
-	// NUMANode is the GPU's PCI numa_node (-1 when the platform does not
-	// say, as in most VMs).
-	NUMANode int `json:"numa_node"`
-	// CPUAffinity is the set of CPUs local to the GPU: the PCI device's
-	// local_cpulist (what NVML's CPU affinity is made of), else NVML's
-	// nvmlDeviceGetCpuAffinity. Empty when unknown.
-	CPUAffinity cpuset.Set `json:"cpu_affinity"`
-	// MemoryNUMANodes lists CPU-less NUMA nodes holding this GPU's memory
-	// (Grace Hopper): the node of the driver's
-	// /proc/driver/nvidia/gpus/<bus>/numa_status. Empty elsewhere.
-	MemoryNUMANodes []int `json:"memory_numa_nodes,omitempty"`
 
 	// NVLinks[j] is the number of active NVLinks between this GPU and the
 	// GPU with Index j, -1 at j == Index; links through NVSwitches count
@@ -82,6 +69,21 @@ const (
 	ComputeProhibited       ComputeMode = "prohibited"
 )
 
+// Fields selects which Settings a read fetches: each NVML query costs time
+// (an application-clock read is about 6 ms per GPU on an H200), so a caller
+// asks only for what it uses.
+type Fields uint
+
+// Settings fields.
+const (
+	FieldPersistence Fields = 1 << iota
+	FieldComputeMode
+	FieldAppClocks  // AppClockSMMHz and AppClockMemMHz
+	FieldPowerLimit // PowerLimitMW and DefaultPowerMW
+	FieldECC        // ECCEnabled and ECCPending
+	AllFields       = FieldPersistence | FieldComputeMode | FieldAppClocks | FieldPowerLimit | FieldECC
+)
+
 // Settings are a GPU's tunable settings as read now. A field the backend
 // cannot read is left at its zero value and named in Unsupported.
 type Settings struct {
@@ -107,18 +109,28 @@ type Health struct {
 	Unsupported             []string `json:"unsupported,omitempty"`
 }
 
-// Backend is a source of GPU facts and, for nvml and mock, a way to change
-// GPU settings. Indexes are Device.Index values.
-type Backend interface {
-	// Name is "nvml", "procfs" or "mock:<model>".
+// The interfaces below are small on purpose, in the spirit of NVIDIA's
+// go-nvlib: a backend implements what it can, and a caller asks for the one
+// capability it needs (As). Indexes are Device.Index values.
+
+// Inventory lists a node's GPUs. Where each GPU sits (NUMA node, local CPUs)
+// is not a GPU backend's fact: lib/topo reads it from sysfs.
+type Inventory interface {
+	// Name is "nvml", "procfs", "none" or "mock:<model>".
 	Name() string
 	// Devices lists the node's GPUs sorted by PCI bus id.
 	Devices() ([]Device, error)
-	// Settings reads the tunable settings of one GPU.
-	Settings(index int) (Settings, error)
-	// Health reads the error counters of one GPU.
-	Health(index int) (Health, error)
+}
 
+// SettingsReader reads the tunable settings of one GPU.
+type SettingsReader interface {
+	// Settings reads the fields named in want (AllFields for every one);
+	// fields not asked for are left at their zero value.
+	Settings(index int, want Fields) (Settings, error)
+}
+
+// Setter changes one GPU's settings.
+type Setter interface {
 	SetPersistence(index int, on bool) error
 	SetComputeMode(index int, mode ComputeMode) error
 	// SetApplicationClocks sets application clocks; ResetApplicationClocks
@@ -131,7 +143,48 @@ type Backend interface {
 	SetLockedClocks(index int, minMHz, maxMHz uint32) error
 	ResetLockedClocks(index int) error
 	SetPowerLimit(index int, milliwatts uint32) error
+}
 
+// HealthReader reads one GPU's error counters.
+type HealthReader interface {
+	Health(index int) (Health, error)
+}
+
+// MIGReader reads one GPU's MIG mode and devices (Device.MIG holds the same
+// for every GPU at inventory time).
+type MIGReader interface {
+	MIG(index int) (MIGState, error)
+}
+
+// Preparer is implemented by backends whose per-GPU calls need a handle
+// that costs time to open (NVML: about 7 ms each on an H200). Prepare opens
+// the handles of the given GPUs, in parallel, before they are used; any
+// other GPU is still opened on first use.
+type Preparer interface {
+	Prepare(indexes []int) error
+}
+
+// Backend is an open GPU backend: an inventory that may also implement
+// SettingsReader, Setter, HealthReader, MIGReader and Preparer.
+type Backend interface {
+	Inventory
 	// Close releases the backend (nvml.Shutdown).
 	Close() error
+}
+
+// As returns b's implementation of capability T (SettingsReader, Setter,
+// HealthReader, MIGReader, Preparer), or ok=false when b has none.
+func As[T any](b Backend) (T, bool) {
+	t, ok := b.(T)
+	return t, ok
+}
+
+// Light asks b for its light mode where it has one (nvmlgpu.NVML.Light):
+// GPUs listed from the driver's procfs files without NVML and without
+// NVLinks, and NVML handles opened only for the GPUs then used. The prolog
+// and epilog, which run before and after every job, use it.
+func Light(b Backend) {
+	if l, ok := b.(interface{ Light() }); ok {
+		l.Light()
+	}
 }

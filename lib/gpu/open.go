@@ -2,55 +2,99 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 
 	"gpuprep/lib/host"
 )
 
-// MockModels are the go-nvml mock servers mock:<model> accepts.
-var MockModels = []string{"dgxa100", "dgxh100", "dgxh200", "dgxb200"}
+// Opener opens a registered backend over a root; arg is what followed the
+// name's colon in the spec ("dgxh100" in "mock:dgxh100"), "" otherwise.
+type Opener func(arg string, root host.Root) (Backend, error)
 
-// Specs lists every value Open accepts.
+var (
+	registryMu sync.Mutex
+	registry   = map[string]registered{}
+)
+
+type registered struct {
+	open Opener
+	args []string // accepted args, for Specs and errors; nil: none
+}
+
+// Register makes Open accept name (or name:<arg> for each of args). The
+// NVML backend (lib/gpu/nvmlgpu) and the mock servers (internal/gpumock)
+// register themselves from init, so a program has the backends whose
+// packages it imports: production binaries import nvmlgpu and never the
+// mocks (only a build with -tags gpuprep_mock does, for demos and tests).
+func Register(name string, args []string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[name] = registered{open: open, args: args}
+}
+
+func lookup(name string) (registered, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	r, ok := registry[name]
+	return r, ok
+}
+
+// Specs lists every value Open accepts in this program.
 func Specs() []string {
-	s := []string{"auto", "nvml", "procfs", "none"}
-	for _, m := range MockModels {
-		s = append(s, "mock:"+m)
+	s := []string{"auto", "procfs", "none"}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(registry)) {
+		r := registry[name]
+		if len(r.args) == 0 {
+			s = append(s, name)
+		}
+		for _, a := range r.args {
+			s = append(s, name+":"+a)
+		}
 	}
 	return s
 }
 
 // Open returns the backend named by spec (the --gpu-backend flag):
 //
-//   - nvml: libnvidia-ml through go-nvml; ErrNoNVML where it is missing.
-//   - procfs: /proc/driver/nvidia and sysfs under root; read-only.
+//   - nvml: libnvidia-ml through go-nvml (lib/gpu/nvmlgpu, when linked in).
+//   - procfs: /proc/driver/nvidia under root; read-only.
 //   - none: no GPUs.
-//   - mock:<model>: go-nvml's mock server for model, completed from the node
-//     shape of that model (see OpenMock).
+//   - mock:<model>: go-nvml's mock server for model (internal/gpumock, in
+//     builds with -tags gpuprep_mock and in tests).
 //   - auto: nvml when root is the host's "/" and NVML loads and
 //     initialises; else procfs when root has /proc/driver/nvidia/gpus; else
 //     none. NVML only ever describes the machine it runs on, so a fixture
 //     root never gets it. Name() tells which was chosen.
 func Open(spec string, root host.Root) (Backend, error) {
-	switch {
-	case spec == "auto" || spec == "":
+	switch spec {
+	case "auto", "":
 		return openAuto(root)
-	case spec == "nvml":
-		return OpenNVML(root)
-	case spec == "procfs":
+	case "procfs":
 		return OpenProcfs(root), nil
-	case spec == "none":
+	case "none":
 		return None{}, nil
-	case strings.HasPrefix(spec, "mock:"):
-		return OpenMock(strings.TrimPrefix(spec, "mock:"), root)
+	}
+	name, arg, _ := strings.Cut(spec, ":")
+	r, ok := lookup(name)
+	switch {
+	case ok && (arg == "") == (len(r.args) == 0):
+		return r.open(arg, root)
+	case name == "mock" && !ok:
+		return nil, fmt.Errorf("gpu: backend %q: this build has no mock backends (they are for tests: build with -tags gpuprep_mock)", spec)
 	}
 	return nil, fmt.Errorf("gpu: unknown backend %q (want one of %s)", spec, strings.Join(Specs(), ", "))
 }
 
 func openAuto(root host.Root) (Backend, error) {
-	if root.IsHost() {
+	if r, ok := lookup("nvml"); ok && root.IsHost() {
 		// Any NVML failure (no library, driver not loaded) falls through:
 		// procfs may still list the GPUs.
-		if b, err := OpenNVML(root); err == nil {
+		if b, err := r.open("", root); err == nil {
 			return b, nil
 		}
 	}

@@ -12,13 +12,17 @@ const procGPUs = "/proc/driver/nvidia/gpus"
 
 // Procfs is the backend that needs no NVML: the driver's procfs files and
 // sysfs, read through a root. It is read-only and fast (a few small files
-// per GPU), which is what task-time code wants. It cannot tell NVLinks
-// (NVLinks nil), MIG profile names (Profile "") or settings.
+// per GPU), which is what task-time code wants. It implements Inventory
+// and MIGReader only: it cannot tell NVLinks (NVLinks nil), MIG profile
+// names (Profile ""), settings or health.
 type Procfs struct {
 	root host.Root
 }
 
-var _ Backend = (*Procfs)(nil)
+var (
+	_ Backend   = (*Procfs)(nil)
+	_ MIGReader = (*Procfs)(nil)
+)
 
 // OpenProcfs returns the procfs backend over root.
 func OpenProcfs(root host.Root) *Procfs { return &Procfs{root: root} }
@@ -27,11 +31,9 @@ func OpenProcfs(root host.Root) *Procfs { return &Procfs{root: root} }
 func (p *Procfs) Name() string { return "procfs" }
 
 // Devices lists the GPUs of /proc/driver/nvidia/gpus/*/information, sorted
-// by bus id, Index being the position in that order. NUMA node and CPU
-// affinity come from /sys/bus/pci/devices/<bus>/numa_node and local_cpulist
-// (affinity is read even when numa_node is -1), memory NUMA nodes from
-// /proc/driver/nvidia/gpus/<bus>/numa_status, MIG from
-// /proc/driver/nvidia/capabilities/gpu<minor>/mig.
+// by bus id, Index being the position in that order, with MIG from
+// /proc/driver/nvidia/capabilities/gpu<minor>/mig. Where a GPU sits is
+// lib/topo's to read.
 func (p *Procfs) Devices() ([]Device, error) {
 	files, err := p.root.Glob(procGPUs + "/*/information")
 	if err != nil {
@@ -48,16 +50,11 @@ func (p *Procfs) Devices() ([]Device, error) {
 			return nil, fmt.Errorf("procfs: %w", err)
 		}
 		d := Device{
-			Minor:    info.Minor,
-			UUID:     info.UUID,
-			BusID:    info.BusID,
-			Name:     info.Model,
-			NUMANode: pciNUMANode(p.root, info.BusID),
+			Minor: info.Minor,
+			UUID:  info.UUID,
+			BusID: info.BusID,
+			Name:  info.Model,
 		}
-		if d.CPUAffinity, err = pciLocalCPUs(p.root, info.BusID); err != nil {
-			return nil, fmt.Errorf("procfs: %w", err)
-		}
-		d.MemoryNUMANodes = gpuMemoryNUMANodes(p.root, info.BusID)
 		if d.MIG, err = procMIG(p.root, info.Minor); err != nil {
 			return nil, fmt.Errorf("procfs: %w", err)
 		}
@@ -70,53 +67,16 @@ func (p *Procfs) Devices() ([]Device, error) {
 	return devs, nil
 }
 
-// Settings is not available without NVML.
-func (p *Procfs) Settings(index int) (Settings, error) {
-	return Settings{}, fmt.Errorf("procfs: GPU %d settings: %w", index, ErrUnsupported)
-}
-
-// Health is not available without NVML.
-func (p *Procfs) Health(index int) (Health, error) {
-	return Health{}, fmt.Errorf("procfs: GPU %d health: %w", index, ErrUnsupported)
-}
-
-func (p *Procfs) readOnly(index int, what string) error {
-	return fmt.Errorf("procfs: GPU %d: %s: %w", index, what, ErrReadOnly)
-}
-
-// SetPersistence returns ErrReadOnly.
-func (p *Procfs) SetPersistence(index int, on bool) error {
-	return p.readOnly(index, "set persistence mode")
-}
-
-// SetComputeMode returns ErrReadOnly.
-func (p *Procfs) SetComputeMode(index int, mode ComputeMode) error {
-	return p.readOnly(index, "set compute mode")
-}
-
-// SetApplicationClocks returns ErrReadOnly.
-func (p *Procfs) SetApplicationClocks(index int, memMHz, smMHz uint32) error {
-	return p.readOnly(index, "set application clocks")
-}
-
-// ResetApplicationClocks returns ErrReadOnly.
-func (p *Procfs) ResetApplicationClocks(index int) error {
-	return p.readOnly(index, "reset application clocks")
-}
-
-// SetLockedClocks returns ErrReadOnly.
-func (p *Procfs) SetLockedClocks(index int, minMHz, maxMHz uint32) error {
-	return p.readOnly(index, "lock clocks")
-}
-
-// ResetLockedClocks returns ErrReadOnly.
-func (p *Procfs) ResetLockedClocks(index int) error {
-	return p.readOnly(index, "reset locked clocks")
-}
-
-// SetPowerLimit returns ErrReadOnly.
-func (p *Procfs) SetPowerLimit(index int, milliwatts uint32) error {
-	return p.readOnly(index, "set power limit")
+// MIG reads the MIG state of the GPU with the given index.
+func (p *Procfs) MIG(index int) (MIGState, error) {
+	devs, err := p.Devices()
+	if err != nil {
+		return MIGState{}, err
+	}
+	if index < 0 || index >= len(devs) {
+		return MIGState{}, fmt.Errorf("procfs: no GPU %d (the node has %d)", index, len(devs))
+	}
+	return devs[index].MIG, nil
 }
 
 // Close does nothing.

@@ -130,7 +130,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	defer backend.Close()
-	gpu.WithoutNVLinks(backend) // knobs need the GPUs, not their links
+	gpu.Light(backend) // knobs need the job's GPUs, not the whole inventory
 	node := job.NodeName
 	if node == "" {
 		node, _ = os.Hostname()

@@ -104,7 +104,7 @@ func (e *env) snap() knobsnap.Snapshot {
 func TestJobLifecycle(t *testing.T) {
 	e := newEnv(t, "dgxh100", "mock:dgxh100")
 	base := e.snap()
-	before, _ := e.gpu.Settings(1)
+	before := e.settings(1)
 
 	out := e.prolog(1, []int{0, 1}, "")
 	if len(out.Changes) == 0 {
@@ -121,10 +121,10 @@ func TestJobLifecycle(t *testing.T) {
 	if got := e.read("proc/sys/vm/swappiness"); got != "10" {
 		t.Errorf("swappiness %q", got)
 	}
-	if s, _ := e.gpu.Settings(1); s.ComputeMode != gpu.ComputeExclusiveProcess {
+	if s := e.settings(1); s.ComputeMode != gpu.ComputeExclusiveProcess {
 		t.Errorf("GPU 1 compute mode %s", s.ComputeMode)
 	}
-	if s, _ := e.gpu.Settings(2); s.ComputeMode != gpu.ComputeDefault {
+	if s := e.settings(2); s.ComputeMode != gpu.ComputeDefault {
 		t.Errorf("GPU 2 (not the job's) changed: %s", s.ComputeMode)
 	}
 	// Running the prolog twice changes nothing the second time.
@@ -139,7 +139,7 @@ func TestJobLifecycle(t *testing.T) {
 	if d := e.snap().Diff(base, 5); len(d) != 0 {
 		t.Errorf("node not at baseline after the epilog: %v", d)
 	}
-	if s, _ := e.gpu.Settings(1); s.Persistence != before.Persistence || s.ComputeMode != before.ComputeMode || s.AppClockSMMHz != before.AppClockSMMHz || s.PowerLimitMW != before.PowerLimitMW {
+	if s := e.settings(1); s.Persistence != before.Persistence || s.ComputeMode != before.ComputeMode || s.AppClockSMMHz != before.AppClockSMMHz || s.PowerLimitMW != before.PowerLimitMW {
 		t.Errorf("GPU 1 settings %+v, want %+v", s, before)
 	}
 	if found, _ := e.spool.ReadJSON(jobFile("1"), &JobRecord{}); found {
@@ -157,7 +157,7 @@ func TestDriftRecorded(t *testing.T) {
 	e.prolog(7, []int{3}, "")
 	// The job (or someone on the node) changes a knob mid-run.
 	os.WriteFile(filepath.Join(e.root, "proc/sys/vm/swappiness"), []byte("60\n"), 0o644)
-	e.gpu.SetPersistence(3, false)
+	e.gpu.(gpu.Setter).SetPersistence(3, false)
 	ep := e.epilog(7)
 	kinds := map[string]string{}
 	for _, d := range ep.Drift {
@@ -194,7 +194,7 @@ func TestSharedNodeRestoresWhenLastJobLeaves(t *testing.T) {
 	if got := e.read("sys/devices/system/cpu/cpu5/cpufreq/scaling_governor"); got != "performance" {
 		t.Errorf("governor restored while job 2 still runs: %q", got)
 	}
-	if s, _ := e.gpu.Settings(0); s.ComputeMode != gpu.ComputeDefault {
+	if s := e.settings(0); s.ComputeMode != gpu.ComputeDefault {
 		t.Errorf("job 1's GPU not restored at its end: %s", s.ComputeMode)
 	}
 	e.epilog(2)
@@ -235,4 +235,14 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if names, _ := e.spool.List(""); len(names) > 1 { // the lock file at most
 		t.Errorf("dry run wrote the spool: %v", names)
 	}
+}
+
+// settings reads every setting of GPU i from the test's backend.
+func (e *env) settings(i int) gpu.Settings {
+	e.t.Helper()
+	s, err := e.gpu.(gpu.SettingsReader).Settings(i, gpu.AllFields)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
 }

@@ -11,6 +11,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
+	"gpuprep/lib/gpu"
 )
 
 // recoveryConfig sets every kind of knob, GPU clocks and power included, and
@@ -203,8 +204,8 @@ func TestFailedRestoreKeepsRecordForRetry(t *testing.T) {
 	e := newRecoveryEnv(t)
 	base := e.snap()
 	e.prolog(1, []int{0}, "")
-	e.write("proc/sys/vm/dirty_ratio", "33\n") // not managed: untouched
-	e.gpu.SetPersistence(0, false)             // drift and broken invariant
+	e.write("proc/sys/vm/dirty_ratio", "33\n")  // not managed: untouched
+	e.gpu.(gpu.Setter).SetPersistence(0, false) // drift and broken invariant
 	swp := filepath.Join(e.root, "proc/sys/vm/swappiness")
 	os.Remove(swp)
 	os.Mkdir(swp, 0o755) // writing it fails
@@ -243,7 +244,7 @@ func TestSecondPrologOfAJobOrphansNothing(t *testing.T) {
 	base := e.snap()
 	e.prolog(1, []int{0}, "")
 	e.prolog(1, []int{1}, "gpuprep=quiet") // requeued onto another GPU
-	s0, _ := e.gpu.Settings(0)
+	s0 := e.settings(0)
 	b0 := e.baseGPU(base, 0)
 	if s0.PowerLimitMW != b0.power || s0.ComputeMode != "default" {
 		t.Errorf("GPU 0 left tuned by the job's first run: %+v", s0)
@@ -251,7 +252,7 @@ func TestSecondPrologOfAJobOrphansNothing(t *testing.T) {
 	if lo, _ := e.lockedClocks(0); lo != 0 {
 		t.Error("GPU 0 clocks left locked")
 	}
-	if s1, _ := e.gpu.Settings(1); s1.PowerLimitMW != 600000 {
+	if s1 := e.settings(1); s1.PowerLimitMW != 600000 {
 		t.Errorf("GPU 1 power %d, want the quiet profile's 600 W", s1.PowerLimitMW)
 	}
 	e.epilog(1)
@@ -270,7 +271,7 @@ func (e *env) baseGPU(base map[string]string, index int) gpuBase {
 			return gpuBase{power: p}
 		}
 	}
-	s, _ := e.gpu.Settings(index)
+	s := e.settings(index)
 	return gpuBase{power: s.DefaultPowerMW}
 }
 
@@ -389,7 +390,7 @@ func TestDeadJobReleased(t *testing.T) {
 	if len(out.Released) != 1 || out.Released[0].Job != "1" || out.Released[0].Kind != "cgroup" {
 		t.Fatalf("released %+v", out.Released)
 	}
-	if s, _ := e.gpu.Settings(0); s.ComputeMode != "default" {
+	if s := e.settings(0); s.ComputeMode != "default" {
 		t.Error("dead job 1's GPU not restored")
 	}
 	if found, _ := e.spool.ReadJSON(jobFile("2"), &JobRecord{}); !found {

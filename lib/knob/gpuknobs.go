@@ -24,7 +24,7 @@ import (
 // GPU's settings back, except for locked clocks, which NVML cannot read.
 type gpuKnob struct {
 	id    ID
-	b     gpu.Backend
+	b     gpuControl
 	index int
 }
 
@@ -42,7 +42,7 @@ func (k *gpuKnob) wrap(err error) error {
 // settings reads the GPU's settings and checks that the named fields are
 // known.
 func (k *gpuKnob) settings(fields ...string) (gpu.Settings, error) {
-	s, err := k.b.Settings(k.index)
+	s, err := k.b.Settings(k.index, fieldsOf(fields))
 	if err != nil {
 		return s, k.wrap(err)
 	}
@@ -349,8 +349,9 @@ func (k *powerKnob) Apply(v Value) error {
 
 // GPUKnobs returns the knobs of one GPU, in the configuration's order.
 func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob {
+	ctl := controlOf(b)
 	base := func(name string) gpuKnob {
-		return gpuKnob{id: ID{Name: name, Scope: GPUScope(dev.UUID)}, b: b, index: dev.Index}
+		return gpuKnob{id: ID{Name: name, Scope: GPUScope(dev.UUID)}, b: ctl, index: dev.Index}
 	}
 	return []Knob{
 		&persistenceKnob{base("gpu_persistence")},

@@ -81,7 +81,7 @@ func TestGPUKnobsRoundTrip(t *testing.T) {
 		}
 	}
 	// Other GPUs untouched.
-	s, _ := b.Settings(devs[2].Index)
+	s, _ := b.(gpu.SettingsReader).Settings(devs[2].Index, gpu.AllFields)
 	if !s.Persistence || s.PowerLimitMW != 700000 {
 		t.Fatalf("GPU 2 changed: %+v", s)
 	}
@@ -100,7 +100,7 @@ func TestGPUAppClocksDefault(t *testing.T) {
 		t.Fatalf("after reset: %q", v)
 	}
 	// A backend that knows its defaults resolves "default".
-	kd := gpuKnobNamed(t, defaultsBackend{b}, devs[0], "gpu_app_clocks_mhz")
+	kd := gpuKnobNamed(t, defaultsBackend{b, b.(gpuControl)}, devs[0], "gpu_app_clocks_mhz")
 	if v := mustDesired(t, kd, "default"); v != "2619,1755" {
 		t.Fatalf("Desired(default) with defaults = %q", v)
 	}
@@ -111,7 +111,10 @@ func TestGPUAppClocksDefault(t *testing.T) {
 	}
 }
 
-type defaultsBackend struct{ gpu.Backend }
+type defaultsBackend struct {
+	gpu.Backend
+	gpuControl
+}
 
 func (defaultsBackend) DefaultApplicationClocks(int) (uint32, uint32, error) { return 2619, 1755, nil }
 
@@ -188,7 +191,7 @@ type fakeGPU struct {
 	keep   *gpu.Settings // after a set, Settings returns this
 }
 
-func (f *fakeGPU) Settings(int) (gpu.Settings, error) {
+func (f *fakeGPU) Settings(int, gpu.Fields) (gpu.Settings, error) {
 	if f.keep != nil {
 		return *f.keep, f.getErr
 	}

@@ -34,6 +34,14 @@ type GPU struct {
 	// NUMA is the GPU's NUMA node as gpuprep resolves it: the PCI
 	// numa_node, else the one node whose CPUs equal its affinity, else -1.
 	NUMA int `json:"numa"`
+	// CPUAffinity is the set of CPUs local to the GPU: the PCI device's
+	// local_cpulist (what NVML's CPU affinity is made of). Empty when
+	// unknown.
+	CPUAffinity cpuset.Set `json:"cpu_affinity"`
+	// MemoryNUMANodes lists CPU-less NUMA nodes holding this GPU's memory
+	// (Grace Hopper): the node of the driver's
+	// /proc/driver/nvidia/gpus/<bus>/numa_status. Empty elsewhere.
+	MemoryNUMANodes []int `json:"memory_numa_nodes,omitempty"`
 	// Cores are the Slurm core ids with a CPU in the GPU's affinity (all
 	// cores when the affinity is unknown).
 	Cores cpuset.Set `json:"cores"`
@@ -107,10 +115,11 @@ func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
 	return n, nil
 }
 
-// placeGPU adds where a GPU sits: its PCI place, NUMA node, local Slurm cores
-// and nearest NICs.
+// placeGPU adds where a GPU sits: its PCI place, NUMA node, local CPUs and
+// Slurm cores, memory NUMA nodes and nearest NICs. topo is the one reader
+// of these facts; GPU backends only say which GPUs exist.
 func (n *Node) placeGPU(r host.Root, d gpu.Device) (GPU, error) {
-	g := GPU{Device: d, NUMA: d.NUMANode}
+	g := GPU{Device: d, NUMA: -1}
 	place, err := readPCIPlace(r, d.BusID)
 	if err != nil && !isNotExist(err) {
 		return g, err
@@ -120,11 +129,10 @@ func (n *Node) placeGPU(r host.Root, d gpu.Device) (GPU, error) {
 	} else {
 		g.Place = PCIPlace{BusID: d.BusID, NUMANode: -1}
 	}
-	if g.CPUAffinity.IsEmpty() {
-		g.CPUAffinity = g.Place.LocalCPUs
-	}
-	if g.NUMA < 0 {
-		g.NUMA = g.Place.NUMANode
+	g.CPUAffinity = g.Place.LocalCPUs
+	g.NUMA = g.Place.NUMANode
+	if g.MemoryNUMANodes, err = readGPUMemoryNUMA(r, d.BusID); err != nil {
+		return g, err
 	}
 	if g.NUMA < 0 {
 		g.NUMA = n.numaOfCPUs(g.CPUAffinity)

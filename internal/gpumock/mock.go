@@ -1,4 +1,9 @@
-package gpu
+// Package gpumock is the GPU backend over go-nvml's dgx mock servers,
+// completed to agree with gpuprep's simulated node shapes and their fixture
+// roots. It is for tests and demos: it registers "mock:<model>" with
+// lib/gpu when imported, which test packages do and production binaries do
+// not (only a build with -tags gpuprep_mock links it in).
+package gpumock
 
 import (
 	"fmt"
@@ -12,6 +17,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"gpuprep/internal/nodeshape"
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/gpu/nvmlgpu"
 	"gpuprep/lib/host"
 )
 
@@ -29,6 +36,13 @@ type mockModel struct {
 	power, minPower, maxPower uint32
 }
 
+// Models are the go-nvml mock servers mock:<model> accepts.
+var Models = []string{"dgxa100", "dgxh100", "dgxh200", "dgxb200"}
+
+func init() {
+	gpu.Register("mock", Models, func(model string, root host.Root) (gpu.Backend, error) { return Open(model, root) })
+}
+
 var mockModels = map[string]mockModel{
 	"dgxa100": {dgxa100.NewWithGPUs, gpus.A100_SXM4_40GB, 12, 1095, 1215, 210, 1410, 400000, 100000, 400000},
 	"dgxh100": {dgxh100.NewWithGPUs, gpus.H100_SXM5_80GB, 18, 1755, 2619, 345, 1980, 700000, 200000, 700000},
@@ -36,21 +50,21 @@ var mockModels = map[string]mockModel{
 	"dgxb200": {dgxb200.NewWithGPUs, gpus.B200_SXM5_180GB, 18, 1965, 3996, 120, 1965, 1000000, 200000, 1000000},
 }
 
-// OpenMock returns the nvml backend over go-nvml's mock server for model
+// Open returns the nvml backend over go-nvml's mock server for model
 // (dgxa100, dgxh100, dgxh200, dgxb200), named "mock:<model>". The server is
 // completed from the node shape whose GPUModel is model (nodeshape.All), so
 // that it agrees with that shape's fixture root: one GPU per shape GPU with
-// its bus id, UUID, minor, name, NUMA node, CPU affinity, NVLinks and MIG
+// its bus id, UUID, minor, name, NVLinks and MIG
 // instances, and in-memory persistence, compute mode, clocks, power, ECC
 // and error counters whose setters change what the getters read.
 //
 // It needs no libnvidia-ml and reads no kernel file, except that MIG cap
 // minors come from root's mig-minors when it has one (so that mock and
 // procfs agree on a fixture root); otherwise from the driver's fixed table.
-func OpenMock(model string, root host.Root) (*NVML, error) {
+func Open(model string, root host.Root) (*nvmlgpu.NVML, error) {
 	m, ok := mockModels[model]
 	if !ok {
-		return nil, fmt.Errorf("gpu: unknown mock %q (want one of %s)", model, strings.Join(MockModels, ", "))
+		return nil, fmt.Errorf("gpu: unknown mock %q (want one of %s)", model, strings.Join(Models, ", "))
 	}
 	shape, ok := mockShape(model)
 	if !ok {
@@ -60,13 +74,10 @@ func OpenMock(model string, root host.Root) (*NVML, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: mock %s: %w", model, err)
 	}
-	b, err := newNVML(srv, root, "mock:"+model)
-	if err != nil {
-		return nil, err
-	}
-	b.ncpu = shape.Sockets * shape.CoresPerSocket * max(shape.ThreadsPerCore, 1)
-	b.fallbackMinors = func() MIGMinors { return driverMIGMinors(shape) }
-	return b, nil
+	return nvmlgpu.New(srv, root, nvmlgpu.Options{
+		Name:              "mock:" + model,
+		FallbackMIGMinors: func() gpu.MIGMinors { return driverMIGMinors(shape) },
+	})
 }
 
 // mockShape is the first shape whose GPUModel is model.
@@ -102,8 +113,8 @@ func buildMock(m mockModel, shape nodeshape.Shape, root host.Root) (*server.Serv
 
 // driverMIGMinors is the driver's mig-minors table for the shape's GPUs: for GPU minor m, GPU instance g (0..14), compute instance c (0..7),
 // gi access = 3 + 135m + 9g and ci access = gi access + 1 + c.
-func driverMIGMinors(shape nodeshape.Shape) MIGMinors {
-	t := MIGMinors{"config": 1, "monitor": 2}
+func driverMIGMinors(shape nodeshape.Shape) gpu.MIGMinors {
+	t := gpu.MIGMinors{"config": 1, "monitor": 2}
 	for _, g := range shape.GPUs {
 		for gi := 0; gi < 15; gi++ {
 			base := 3 + 135*g.Minor + 9*gi

@@ -1,4 +1,4 @@
-package gpu
+package gpumock
 
 import (
 	"encoding/json"

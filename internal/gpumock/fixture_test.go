@@ -1,4 +1,4 @@
-package gpu
+package gpumock
 
 import (
 	"archive/tar"
@@ -15,7 +15,9 @@ import (
 	"gpuprep/internal/nodeshape"
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
+	"gpuprep/lib/topo"
 )
 
 // fixtureRoot unpacks test/roots/<name>.tar.gz, skipping when it is absent.
@@ -98,11 +100,11 @@ func TestMockAgreesWithProcfs(t *testing.T) {
 		t.Run(shape.Name, func(t *testing.T) {
 			t.Parallel()
 			root := fixtureRoot(t, shape.Name)
-			pdevs, err := OpenProcfs(root).Devices()
+			pdevs, err := gpu.OpenProcfs(root).Devices()
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := Open("mock:"+shape.GPUModel, root)
+			m, err := Open(shape.GPUModel, root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,35 +116,15 @@ func TestMockAgreesWithProcfs(t *testing.T) {
 			if len(pdevs) != len(mdevs) || len(pdevs) != len(shape.GPUs) {
 				t.Fatalf("procfs %d GPUs, mock %d, shape %d", len(pdevs), len(mdevs), len(shape.GPUs))
 			}
-			// On a root without the PCI devices the mock's own NUMA node
-			// and CPU affinity (nvmlDeviceGetNumaNodeId, GetCpuAffinity)
-			// are used: they agree with the fixture's sysfs too.
-			bare, err := OpenMock(shape.GPUModel, host.NewRoot(t.TempDir()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bare.Close()
-			bdevs, err := bare.Devices()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range bdevs {
-				if bdevs[i].NUMANode != pdevs[i].NUMANode || !bdevs[i].CPUAffinity.Equal(pdevs[i].CPUAffinity) {
-					t.Errorf("GPU %d: mock alone NUMA %d CPUs %s, fixture %d %s", i,
-						bdevs[i].NUMANode, bdevs[i].CPUAffinity, pdevs[i].NUMANode, pdevs[i].CPUAffinity)
-				}
-			}
 			for i := range pdevs {
 				p, q := pdevs[i], mdevs[i]
 				type ident struct {
 					Index, Minor        int
 					UUID, BusID, Name   string
-					NUMANode            int
-					CPUs                string
 					MIGCurrent, Capable bool
 				}
-				a := ident{p.Index, p.Minor, p.UUID, p.BusID, p.Name, p.NUMANode, p.CPUAffinity.String(), p.MIG.Current, p.MIG.Capable}
-				b := ident{q.Index, q.Minor, q.UUID, q.BusID, q.Name, q.NUMANode, q.CPUAffinity.String(), q.MIG.Current, q.MIG.Capable}
+				a := ident{p.Index, p.Minor, p.UUID, p.BusID, p.Name, p.MIG.Current, p.MIG.Capable}
+				b := ident{q.Index, q.Minor, q.UUID, q.BusID, q.Name, q.MIG.Current, q.MIG.Capable}
 				if a != b {
 					t.Errorf("GPU %d:\nprocfs %+v\nmock   %+v", i, a, b)
 				}
@@ -162,22 +144,25 @@ func TestMockAgreesWithProcfs(t *testing.T) {
 	}
 }
 
-// A CPU-less-memory node without a mock: procfs alone.
+// A CPU-less-memory node without a mock: procfs lists the GPUs, topo
+// places them.
 func TestProcfsGH200(t *testing.T) {
 	shape, ok := nodeshape.ByName("gh200")
 	if !ok {
 		t.Skip("no gh200 shape")
 	}
-	devs, err := OpenProcfs(fixtureRoot(t, "gh200")).Devices()
+	root := host.NewRoot(testroot.Shared(t, "gh200"))
+	node, err := topo.Discover(root, gpu.OpenProcfs(root), topo.Options{SkipNICs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	devs := node.GPUs
 	if len(devs) != len(shape.GPUs) {
 		t.Fatalf("%d GPUs", len(devs))
 	}
 	for i, d := range devs {
 		g := shape.GPUs[i]
-		if d.BusID != g.BusID || d.NUMANode != g.NUMANode || d.CPUAffinity.IsEmpty() {
+		if d.BusID != g.BusID || d.NUMA != g.NUMANode || d.CPUAffinity.IsEmpty() {
 			t.Errorf("GPU %d: %+v", i, d)
 		}
 		// numa_status names the node that holds the memory, the first of
@@ -190,10 +175,12 @@ func TestProcfsGH200(t *testing.T) {
 
 // The root captured on the 2x H200 VM.
 func TestProcfsCapturedH200(t *testing.T) {
-	devs, err := OpenProcfs(fixtureRoot(t, "h200x2")).Devices()
+	root := host.NewRoot(testroot.Shared(t, "h200x2"))
+	node, err := topo.Discover(root, gpu.OpenProcfs(root), topo.Options{SkipNICs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	devs := node.GPUs
 	want := []struct{ bus, uuid string }{
 		{"0000:00:06.0", "GPU-2592755b-9f24-f5f7-a815-34d27fe0aa35"},
 		{"0000:00:07.0", "GPU-8616ec97-e106-6012-40ea-fed5b03fc595"},
@@ -203,7 +190,7 @@ func TestProcfsCapturedH200(t *testing.T) {
 	}
 	for i, d := range devs {
 		if d.Index != i || d.Minor != i || d.BusID != want[i].bus || d.UUID != want[i].uuid || d.Name != "NVIDIA H200" ||
-			d.NUMANode != -1 || !d.CPUAffinity.Equal(cpuset.Range(0, 31)) || d.MIG.Current || d.NVLinks != nil {
+			d.Place.NUMANode != -1 || d.NUMA != 0 || !d.CPUAffinity.Equal(cpuset.Range(0, 31)) || d.MIG.Current || d.NVLinks != nil {
 			t.Errorf("GPU %d: %+v", i, d)
 		}
 	}

@@ -1,4 +1,4 @@
-package gpu
+package gpumock
 
 import (
 	"errors"
@@ -8,12 +8,14 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/gpu/nvmlgpu"
 	"gpuprep/lib/host"
 )
 
-func openMock(t *testing.T, model string) *NVML {
+func openMock(t *testing.T, model string) *nvmlgpu.NVML {
 	t.Helper()
-	b, err := OpenMock(model, host.NewRoot(t.TempDir()))
+	b, err := Open(model, host.NewRoot(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +24,7 @@ func openMock(t *testing.T, model string) *NVML {
 }
 
 func TestMockDevicesFollowShape(t *testing.T) {
-	for _, model := range MockModels {
+	for _, model := range Models {
 		t.Run(model, func(t *testing.T) {
 			b := openMock(t, model)
 			if b.Name() != "mock:"+model {
@@ -40,13 +42,6 @@ func TestMockDevicesFollowShape(t *testing.T) {
 				g := shape.GPUs[i]
 				if d.Index != i || d.BusID != g.BusID || d.Minor != g.Minor || d.UUID != g.UUID || d.Name != g.Name {
 					t.Errorf("GPU %d: %+v, shape %+v", i, d, g)
-				}
-				wantNUMA := g.NUMANode
-				if shape.PCINUMAUnknown {
-					wantNUMA = -1
-				}
-				if d.NUMANode != wantNUMA || d.CPUAffinity.IsEmpty() {
-					t.Errorf("GPU %d: NUMA %d affinity %s", i, d.NUMANode, d.CPUAffinity)
 				}
 				if len(d.NVLinks) != len(devs) || d.NVLinks[i] != -1 {
 					t.Errorf("GPU %d: NVLinks %v", i, d.NVLinks)
@@ -150,11 +145,11 @@ func TestMockMIGProfileNames(t *testing.T) {
 
 func TestMockSettersReadBack(t *testing.T) {
 	b := openMock(t, "dgxh100")
-	before, err := b.Settings(3)
+	before, err := b.Settings(3, gpu.AllFields)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !before.Persistence || before.ComputeMode != ComputeDefault || before.PowerLimitMW != before.DefaultPowerMW || !before.ECCEnabled || len(before.Unsupported) != 0 {
+	if !before.Persistence || before.ComputeMode != gpu.ComputeDefault || before.PowerLimitMW != before.DefaultPowerMW || !before.ECCEnabled || len(before.Unsupported) != 0 {
 		t.Errorf("initial settings %+v", before)
 	}
 	must := func(err error) {
@@ -164,27 +159,27 @@ func TestMockSettersReadBack(t *testing.T) {
 		}
 	}
 	must(b.SetPersistence(3, false))
-	must(b.SetComputeMode(3, ComputeExclusiveProcess))
+	must(b.SetComputeMode(3, gpu.ComputeExclusiveProcess))
 	must(b.SetApplicationClocks(3, before.AppClockMemMHz, 1410))
 	must(b.SetPowerLimit(3, 500000))
 	must(b.SetLockedClocks(3, 1200, 1800))
-	after, err := b.Settings(3)
+	after, err := b.Settings(3, gpu.AllFields)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Persistence || after.ComputeMode != ComputeExclusiveProcess || after.AppClockSMMHz != 1410 || after.PowerLimitMW != 500000 || after.DefaultPowerMW != before.DefaultPowerMW {
+	if after.Persistence || after.ComputeMode != gpu.ComputeExclusiveProcess || after.AppClockSMMHz != 1410 || after.PowerLimitMW != 500000 || after.DefaultPowerMW != before.DefaultPowerMW {
 		t.Errorf("after setters: %+v", after)
 	}
 	// Other GPUs are untouched.
-	if other, _ := b.Settings(2); other.Persistence != before.Persistence || other.PowerLimitMW != before.PowerLimitMW {
+	if other, _ := b.Settings(2, gpu.AllFields); other.Persistence != before.Persistence || other.PowerLimitMW != before.PowerLimitMW {
 		t.Errorf("GPU 2 changed: %+v", other)
 	}
 	must(b.ResetApplicationClocks(3))
 	must(b.ResetLockedClocks(3))
 	must(b.SetPersistence(3, true))
-	must(b.SetComputeMode(3, ComputeDefault))
+	must(b.SetComputeMode(3, gpu.ComputeDefault))
 	must(b.SetPowerLimit(3, before.DefaultPowerMW))
-	if restored, _ := b.Settings(3); restored.AppClockSMMHz != before.AppClockSMMHz || !restored.Persistence || restored.PowerLimitMW != before.PowerLimitMW {
+	if restored, _ := b.Settings(3, gpu.AllFields); restored.AppClockSMMHz != before.AppClockSMMHz || !restored.Persistence || restored.PowerLimitMW != before.PowerLimitMW {
 		t.Errorf("after reset: %+v, want %+v", restored, before)
 	}
 }
@@ -207,13 +202,13 @@ func TestMockSetterErrors(t *testing.T) {
 	if err := b.SetApplicationClocks(0, 1, 1410); !errors.Is(err, nvml.ERROR_INVALID_ARGUMENT) {
 		t.Errorf("wrong memory clock: %v", err)
 	}
-	if _, err := b.Settings(99); err == nil {
+	if _, err := b.Settings(99, gpu.AllFields); err == nil {
 		t.Error("Settings(99) worked")
 	}
 	// NOT_SUPPORTED matches ErrUnsupported.
 	d := b.Interface().(*server.Server).Devices[0].(*server.Device)
 	d.SetPersistenceModeFunc = func(nvml.EnableState) nvml.Return { return nvml.ERROR_NOT_SUPPORTED }
-	if err := b.SetPersistence(0, true); !errors.Is(err, ErrUnsupported) || !errors.Is(err, nvml.ERROR_NOT_SUPPORTED) {
+	if err := b.SetPersistence(0, true); !errors.Is(err, gpu.ErrUnsupported) || !errors.Is(err, nvml.ERROR_NOT_SUPPORTED) {
 		t.Errorf("unsupported setter: %v", err)
 	}
 }
@@ -238,7 +233,7 @@ func TestMockHealthAndUnsupported(t *testing.T) {
 	if h, _ := b.Health(0); h.ECCVolatileUncorrected != 2 || !h.RemappedRowsPending {
 		t.Errorf("injected health %+v", h)
 	}
-	s, err := b.Settings(0)
+	s, err := b.Settings(0, gpu.AllFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +242,13 @@ func TestMockHealthAndUnsupported(t *testing.T) {
 	}
 	// Any other NVML failure is an error naming the GPU.
 	d.GetPowerManagementLimitFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
-	if _, err := b.Settings(0); err == nil || !strings.Contains(err.Error(), "GPU 0 (0000:07:00.0): power limit") {
+	if _, err := b.Settings(0, gpu.AllFields); err == nil || !strings.Contains(err.Error(), "GPU 0 (0000:07:00.0): power limit") {
 		t.Errorf("lost GPU: %v", err)
 	}
 }
 
 func TestMockUnknownModel(t *testing.T) {
-	_, err := OpenMock("dgx1", host.NewRoot("/"))
+	_, err := Open("dgx1", host.NewRoot("/"))
 	if err == nil || !strings.Contains(err.Error(), "dgxh100") {
 		t.Errorf("unknown mock: %v", err)
 	}

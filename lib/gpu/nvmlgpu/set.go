@@ -1,9 +1,11 @@
-package gpu
+package nvmlgpu
 
 import (
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"gpuprep/lib/gpu"
 )
 
 // set runs one NVML setter on GPU index; a failure names the GPU (index and
@@ -32,11 +34,11 @@ func (b *NVML) SetPersistence(index int, on bool) error {
 }
 
 // SetComputeMode is nvmlDeviceSetComputeMode.
-func (b *NVML) SetComputeMode(index int, mode ComputeMode) error {
+func (b *NVML) SetComputeMode(index int, mode gpu.ComputeMode) error {
 	m, ok := nvmlComputeMode(mode)
 	if !ok {
 		return fmt.Errorf("nvml: GPU %d: unknown compute mode %q (want %s, %s or %s)",
-			index, mode, ComputeDefault, ComputeExclusiveProcess, ComputeProhibited)
+			index, mode, gpu.ComputeDefault, gpu.ComputeExclusiveProcess, gpu.ComputeProhibited)
 	}
 	return b.set(index, "set compute mode "+string(mode), func(h nvml.Device) nvml.Return {
 		return h.SetComputeMode(m)

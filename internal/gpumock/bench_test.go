@@ -1,8 +1,9 @@
-package gpu
+package gpumock
 
 import (
 	"testing"
 
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 )
 
@@ -11,7 +12,7 @@ import (
 func BenchmarkMockDevices(b *testing.B) {
 	root := host.NewRoot(b.TempDir())
 	for b.Loop() {
-		m, err := OpenMock("dgxh100", root)
+		m, err := Open("dgxh100", root)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -26,7 +27,7 @@ func BenchmarkMockDevices(b *testing.B) {
 // with MIG instances) through procfs.
 func BenchmarkProcfsDevices(b *testing.B) {
 	root := fixtureRoot(b, "dgxa100")
-	p := OpenProcfs(root)
+	p := gpu.OpenProcfs(root)
 	for b.Loop() {
 		if _, err := p.Devices(); err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package gpu
+package gpumock
 
 import (
 	"crypto/sha1"
@@ -72,12 +72,12 @@ func completeMIG(d *server.Device, g nodeshape.GPU) error {
 func createMIGDevice(d *server.Device, m nodeshape.MIGDevice) error {
 	info, ret := d.GetGpuInstanceProfileInfo(m.GIProfile)
 	if ret != nvml.SUCCESS {
-		return fmt.Errorf("GPU instance profile %d: %w", m.GIProfile, nvmlError(ret))
+		return fmt.Errorf("GPU instance profile %d: %w", m.GIProfile, ret)
 	}
 	d.GpuInstanceCounter = uint32(m.GI)
 	gi, ret := d.CreateGpuInstance(&info)
 	if ret != nvml.SUCCESS {
-		return fmt.Errorf("create GPU instance: %w", nvmlError(ret))
+		return fmt.Errorf("create GPU instance: %w", ret)
 	}
 	for p := 0; p < nvml.COMPUTE_INSTANCE_PROFILE_COUNT; p++ {
 		ci, ret := gi.GetComputeInstanceProfileInfo(p, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
@@ -86,7 +86,7 @@ func createMIGDevice(d *server.Device, m nodeshape.MIGDevice) error {
 		}
 		gi.(*server.GpuInstance).ComputeInstanceCounter = uint32(m.CI)
 		if _, ret := gi.CreateComputeInstance(&ci); ret != nvml.SUCCESS {
-			return fmt.Errorf("create compute instance: %w", nvmlError(ret))
+			return fmt.Errorf("create compute instance: %w", ret)
 		}
 		return nil
 	}

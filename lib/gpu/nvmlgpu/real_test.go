@@ -1,4 +1,4 @@
-package gpu
+package nvmlgpu
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 )
 
@@ -18,7 +19,7 @@ func TestRealNVML(t *testing.T) {
 	}
 	root := host.NewRoot("/")
 	t0 := time.Now()
-	b, err := OpenNVML(root)
+	b, err := Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestRealNVML(t *testing.T) {
 		t.Fatal(err)
 	}
 	t2 := time.Now()
-	pdevs, err := OpenProcfs(root).Devices()
+	pdevs, err := gpu.OpenProcfs(root).Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +44,10 @@ func TestRealNVML(t *testing.T) {
 	for i := range ndevs {
 		n, p := ndevs[i], pdevs[i]
 		if n.Index != p.Index || n.Minor != p.Minor || n.UUID != p.UUID || n.BusID != p.BusID || n.Name != p.Name ||
-			n.NUMANode != p.NUMANode || n.MIG.Current != p.MIG.Current || len(n.MIG.Devices) != len(p.MIG.Devices) {
+			n.MIG.Current != p.MIG.Current || len(n.MIG.Devices) != len(p.MIG.Devices) {
 			t.Errorf("GPU %d:\nnvml   %+v\nprocfs %+v", i, n, p)
 		}
-		if !n.CPUAffinity.Equal(p.CPUAffinity) {
-			t.Logf("GPU %d: CPU affinity nvml %s, procfs %s", i, n.CPUAffinity, p.CPUAffinity)
-		}
-		s, err := b.Settings(n.Index)
+		s, err := b.Settings(n.Index, gpu.AllFields)
 		if err != nil {
 			t.Errorf("Settings(%d): %v", n.Index, err)
 		}

@@ -1,9 +1,11 @@
-package gpu
+package nvmlgpu
 
 import (
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"gpuprep/lib/gpu"
 )
 
 // getter records one NVML read: NOT_SUPPORTED names the fields in
@@ -29,37 +31,48 @@ func (g *getter) ok(ret nvml.Return, what string, fields ...string) bool {
 	return false
 }
 
-// Settings reads a GPU's settings: nvmlDeviceGetPersistenceMode,
-// GetComputeMode, GetApplicationsClock (SM, memory),
-// GetPowerManagementLimit, GetPowerManagementDefaultLimit, GetEccMode.
-func (b *NVML) Settings(index int) (Settings, error) {
-	var s Settings
+// Settings reads the fields of a GPU's settings that want names:
+// nvmlDeviceGetPersistenceMode, GetComputeMode, GetApplicationsClock (SM,
+// memory), GetPowerManagementLimit and GetPowerManagementDefaultLimit,
+// GetEccMode.
+func (b *NVML) Settings(index int, want gpu.Fields) (gpu.Settings, error) {
+	var s gpu.Settings
 	h, err := b.handle(index)
 	if err != nil {
 		return s, err
 	}
 	g := &getter{h: h, index: index}
-	if v, ret := h.GetPersistenceMode(); g.ok(ret, "persistence mode", "persistence") {
-		s.Persistence = v == nvml.FEATURE_ENABLED
+	if want&gpu.FieldPersistence != 0 {
+		if v, ret := h.GetPersistenceMode(); g.ok(ret, "persistence mode", "persistence") {
+			s.Persistence = v == nvml.FEATURE_ENABLED
+		}
 	}
-	if v, ret := h.GetComputeMode(); g.ok(ret, "compute mode", "compute_mode") {
-		s.ComputeMode = computeModeName(v)
+	if want&gpu.FieldComputeMode != 0 {
+		if v, ret := h.GetComputeMode(); g.ok(ret, "compute mode", "compute_mode") {
+			s.ComputeMode = computeModeName(v)
+		}
 	}
-	if v, ret := h.GetApplicationsClock(nvml.CLOCK_SM); g.ok(ret, "application SM clock", "app_clock_sm_mhz") {
-		s.AppClockSMMHz = v
+	if want&gpu.FieldAppClocks != 0 {
+		if v, ret := h.GetApplicationsClock(nvml.CLOCK_SM); g.ok(ret, "application SM clock", "app_clock_sm_mhz") {
+			s.AppClockSMMHz = v
+		}
+		if v, ret := h.GetApplicationsClock(nvml.CLOCK_MEM); g.ok(ret, "application memory clock", "app_clock_mem_mhz") {
+			s.AppClockMemMHz = v
+		}
 	}
-	if v, ret := h.GetApplicationsClock(nvml.CLOCK_MEM); g.ok(ret, "application memory clock", "app_clock_mem_mhz") {
-		s.AppClockMemMHz = v
+	if want&gpu.FieldPowerLimit != 0 {
+		if v, ret := h.GetPowerManagementLimit(); g.ok(ret, "power limit", "power_limit_mw") {
+			s.PowerLimitMW = v
+		}
+		if v, ret := h.GetPowerManagementDefaultLimit(); g.ok(ret, "default power limit", "default_power_limit_mw") {
+			s.DefaultPowerMW = v
+		}
 	}
-	if v, ret := h.GetPowerManagementLimit(); g.ok(ret, "power limit", "power_limit_mw") {
-		s.PowerLimitMW = v
-	}
-	if v, ret := h.GetPowerManagementDefaultLimit(); g.ok(ret, "default power limit", "default_power_limit_mw") {
-		s.DefaultPowerMW = v
-	}
-	if cur, pend, ret := h.GetEccMode(); g.ok(ret, "ECC mode", "ecc_enabled", "ecc_pending") {
-		s.ECCEnabled = cur == nvml.FEATURE_ENABLED
-		s.ECCPending = pend == nvml.FEATURE_ENABLED
+	if want&gpu.FieldECC != 0 {
+		if cur, pend, ret := h.GetEccMode(); g.ok(ret, "ECC mode", "ecc_enabled", "ecc_pending") {
+			s.ECCEnabled = cur == nvml.FEATURE_ENABLED
+			s.ECCPending = pend == nvml.FEATURE_ENABLED
+		}
 	}
 	s.Unsupported = g.unsupported
 	return s, g.err
@@ -69,8 +82,8 @@ func (b *NVML) Settings(index int) (Settings, error) {
 // (uncorrected, volatile and aggregate), GetRetiredPages (both causes),
 // GetRetiredPagesPendingStatus and GetRemappedRows. Ampere and later GPUs
 // remap rows instead of retiring pages, so retired pages are unsupported there.
-func (b *NVML) Health(index int) (Health, error) {
-	var hl Health
+func (b *NVML) Health(index int) (gpu.Health, error) {
+	var hl gpu.Health
 	h, err := b.handle(index)
 	if err != nil {
 		return hl, err
@@ -98,27 +111,27 @@ func (b *NVML) Health(index int) (Health, error) {
 	return hl, g.err
 }
 
-func computeModeName(m nvml.ComputeMode) ComputeMode {
+func computeModeName(m nvml.ComputeMode) gpu.ComputeMode {
 	switch m {
 	case nvml.COMPUTEMODE_DEFAULT:
-		return ComputeDefault
+		return gpu.ComputeDefault
 	case nvml.COMPUTEMODE_EXCLUSIVE_PROCESS:
-		return ComputeExclusiveProcess
+		return gpu.ComputeExclusiveProcess
 	case nvml.COMPUTEMODE_PROHIBITED:
-		return ComputeProhibited
+		return gpu.ComputeProhibited
 	case nvml.COMPUTEMODE_EXCLUSIVE_THREAD:
-		return ComputeMode("exclusive_thread")
+		return gpu.ComputeMode("exclusive_thread")
 	}
-	return ComputeMode(fmt.Sprintf("unknown(%d)", int(m)))
+	return gpu.ComputeMode(fmt.Sprintf("unknown(%d)", int(m)))
 }
 
-func nvmlComputeMode(m ComputeMode) (nvml.ComputeMode, bool) {
+func nvmlComputeMode(m gpu.ComputeMode) (nvml.ComputeMode, bool) {
 	switch m {
-	case ComputeDefault:
+	case gpu.ComputeDefault:
 		return nvml.COMPUTEMODE_DEFAULT, true
-	case ComputeExclusiveProcess:
+	case gpu.ComputeExclusiveProcess:
 		return nvml.COMPUTEMODE_EXCLUSIVE_PROCESS, true
-	case ComputeProhibited:
+	case gpu.ComputeProhibited:
 		return nvml.COMPUTEMODE_PROHIBITED, true
 	}
 	return 0, false

@@ -1,4 +1,4 @@
-package gpu
+package nvmlgpu
 
 // linkKind is what the far end of one active NVLink is.
 type linkKind int

@@ -1,10 +1,12 @@
-package gpu
+package nvmlgpu
 
 import (
 	"fmt"
 	"sort"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"gpuprep/lib/gpu"
 )
 
 // migState reads a GPU's MIG mode (nvmlDeviceGetMigMode; NOT_SUPPORTED: not
@@ -13,8 +15,8 @@ import (
 // ids, UUID and profile name. Cap minors are filled in by the caller. named
 // says the handles are real NVML's, which can name profiles themselves (a
 // go-nvml mock cannot).
-func migState(h nvml.Device, index int, named bool) (MIGState, error) {
-	var st MIGState
+func migState(h nvml.Device, index int, named bool) (gpu.MIGState, error) {
+	var st gpu.MIGState
 	cur, pend, ret := h.GetMigMode()
 	switch ret {
 	case nvml.SUCCESS:
@@ -60,8 +62,8 @@ func migState(h nvml.Device, index int, named bool) (MIGState, error) {
 
 // migDevice reads one MIG device handle: nvmlDeviceGetGpuInstanceId,
 // GetComputeInstanceId, GetUUID, and its profile name.
-func migDevice(md nvml.Device, names *migNamer) (MIGDevice, error) {
-	m := MIGDevice{GICapMinor: -1, CICapMinor: -1}
+func migDevice(md nvml.Device, names *migNamer) (gpu.MIGDevice, error) {
+	m := gpu.MIGDevice{GICapMinor: -1, CICapMinor: -1}
 	var ret nvml.Return
 	if m.GI, ret = md.GetGpuInstanceId(); ret != nvml.SUCCESS {
 		return m, fmt.Errorf("GPU instance id: %w", nvmlError(ret))

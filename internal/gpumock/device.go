@@ -1,11 +1,11 @@
-package gpu
+package gpumock
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"gpuprep/internal/nodeshape"
-	"gpuprep/lib/cpuset"
+	"gpuprep/lib/gpu/nvmlgpu"
 )
 
 // mockSwitchBusID is the far end NVML reports for a link into an NVSwitch
@@ -30,25 +30,9 @@ func completeDevice(d *server.Device, i int, m mockModel, shape nodeshape.Shape,
 	if g.DeviceID != 0 {
 		devID = uint32(g.DeviceID)<<16 | 0x10de
 	}
-	pci := pciInfoOf(g.BusID, devID)
+	pci := nvmlgpu.PCIInfoOf(g.BusID, devID)
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return pci, nvml.SUCCESS }
 
-	d.GetNumaNodeIdFunc = func() (int, nvml.Return) {
-		if shape.PCINUMAUnknown {
-			return -1, nvml.ERROR_NOT_SUPPORTED
-		}
-		return g.NUMANode, nvml.SUCCESS
-	}
-	affinity := shapeCPUs(shape, -1)
-	if !shape.PCINUMAUnknown {
-		affinity = shapeCPUs(shape, g.NUMANode)
-	}
-	d.GetCpuAffinityFunc = func(n int) ([]uint, nvml.Return) {
-		if n <= 0 {
-			return nil, nvml.ERROR_INVALID_ARGUMENT
-		}
-		return wordsFromCPUs(affinity, n), nvml.SUCCESS
-	}
 	completeLinks(d, g, m, all)
 }
 
@@ -101,31 +85,8 @@ func completeLinks(d *server.Device, g nodeshape.GPU, m mockModel, all []*server
 			return nvml.PciInfo{}, ret
 		}
 		if peers[l] < 0 || peers[l] >= len(all) {
-			return pciInfoOf(mockSwitchBusID, 0), nvml.SUCCESS
+			return nvmlgpu.PCIInfoOf(mockSwitchBusID, 0), nvml.SUCCESS
 		}
 		return all[peers[l]].GetPciInfo()
 	}
-}
-
-// shapeCPUs is the CPUs of NUMA node node of a shape, or all its CPUs for
-// node -1. CPUs are numbered as nodeshape.Shape says: thread t of core c of
-// socket s is t*(Sockets*CoresPerSocket) + s*CoresPerSocket + c; each
-// socket's cores are split evenly into NUMAPerSocket nodes, numbered
-// socket-major.
-func shapeCPUs(s nodeshape.Shape, node int) cpuset.Set {
-	nps := max(s.NUMAPerSocket, 1)
-	tpc := max(s.ThreadsPerCore, 1)
-	perNode := s.CoresPerSocket / nps
-	var ids []int
-	for t := 0; t < tpc; t++ {
-		for sock := 0; sock < s.Sockets; sock++ {
-			for c := 0; c < s.CoresPerSocket; c++ {
-				n := sock*nps + min(c/max(perNode, 1), nps-1)
-				if node < 0 || n == node {
-					ids = append(ids, t*s.Sockets*s.CoresPerSocket+sock*s.CoresPerSocket+c)
-				}
-			}
-		}
-	}
-	return cpuset.New(ids...)
 }

@@ -1,0 +1,4 @@
+package knob
+
+// The go-nvml mock servers (--gpu-backend mock:<model>) for these tests.
+import _ "gpuprep/internal/gpumock"
