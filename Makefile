@@ -7,17 +7,25 @@ DESTDIR ?=
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X gpuprep/lib/cli.Version=$(VERSION)
 BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
+# bin/sim/ holds the same programs built with -tags gpuprep_mock: they also
+# accept --gpu-backend mock:<model> (go-nvml's mock servers), for the demo and
+# the benchmarks on simulated nodes. Install bin/, never bin/sim/.
+SIMBINS := $(BINS:bin/%=bin/sim/%)
 
 .PHONY: all build test unit e2e deps demo bench install lint fuzz fixtures clean
 
 all: build
 
-build: $(BINS)
+build: $(BINS) $(SIMBINS)
 
 bin/gpuprep-prolog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
 bin/gpuprep-epilog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
 bin/srunwrap: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
 bin/gpuprep-gres: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
+bin/sim/gpuprep-prolog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
+bin/sim/gpuprep-epilog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
+bin/sim/srunwrap: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
+bin/sim/gpuprep-gres: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
 FORCE:
 
 # deps installs what the tests need on a fresh Debian 12 machine (as root):
@@ -36,7 +44,8 @@ unit: build
 e2e: deps build
 	$(GO) test -count=1 -v ./test/...
 
-# demo runs gpuprep on the simulated DGX H100 node (fixture root + go-nvml mock).
+# demo runs gpuprep on the simulated DGX H100 node (fixture root + go-nvml
+# mock), with the programs of bin/sim.
 demo: build
 	bash examples/demo.sh
 

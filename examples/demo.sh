@@ -3,13 +3,15 @@
 # DGX H100-like sysfs/procfs tree, test/roots/dgxh100.tar.gz) with go-nvml's
 # DGX H100 mock server as its GPUs, so it runs anywhere, no GPU needed.
 set -euo pipefail
+# The programs built with the mock GPU backends (make build puts them in bin/sim).
+bin=${BIN:-bin/sim}
 cd "$(dirname "$0")/.."
 node=${DEMO_NODE:-dgxh100}
 backend=${DEMO_BACKEND:-mock:$node}
 root=$(mktemp -d /tmp/gpuprep-demo.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 tar xzf "test/roots/$node.tar.gz" -C "$root"
-gres=(bin/gpuprep-gres --root "$root" --gpu-backend "$backend")
+gres=("$bin"/gpuprep-gres --root "$root" --gpu-backend "$backend")
 
 step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "$2"; }
 
@@ -38,11 +40,11 @@ step "A node whose NUMA nodes are smaller than its sockets (AMD NPS4, DGX A100-l
 root2=$(mktemp -d /tmp/gpuprep-demo.XXXXXX)
 trap 'rm -rf "$root" "$root2"' EXIT
 tar xzf test/roots/dgxa100.tar.gz -C "$root2"
-bin/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format table
+"$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format table
 
 step "The fix it suggests: NUMA nodes as sockets in the node line" \
   "gpuprep-gres --format slurm --numa-as-socket (dgxa100)"
-bin/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm --numa-as-socket
+"$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm --numa-as-socket
 
 # --- A job's life: prolog, a drift, epilog -------------------------------
 spool=$(mktemp -d /tmp/gpuprep-demo-spool.XXXXXX)
@@ -66,24 +68,24 @@ export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1 SLURMD_NODENAME
 gov="$root/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
 
 step "Job 4242 starts: the prolog's plan for the default profile" "gpuprep-prolog --dry-run"
-bin/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null
+"$bin"/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null
 
 step "The prolog applies it (journal first; the log names every change)" "gpuprep-prolog"
 echo "cpu0 governor before: $(cat "$gov")"
-bin/gpuprep-prolog "${hook[@]}"
+"$bin"/gpuprep-prolog "${hook[@]}"
 echo "cpu0 governor now:    $(cat "$gov")"
 
 step "During the job something turns NUMA balancing back on" "echo 1 > /proc/sys/kernel/numa_balancing"
 echo 1 > "$root/proc/sys/kernel/numa_balancing"
 
 step "Job 4242 ends: the epilog records the drift and restores the baseline" "gpuprep-epilog"
-bin/gpuprep-epilog "${hook[@]}"
+"$bin"/gpuprep-epilog "${hook[@]}"
 echo "cpu0 governor after:  $(cat "$gov")"
 
 step "Job 4243 starts on GPU 2; then slurmd crashes: the job's processes and cgroup are gone, its epilog never runs" \
   "gpuprep-prolog (job 4243)"
 mkdir -p "$scope/job_4243"
-SLURM_JOB_ID=4243 SLURM_JOB_GPUS=2 bin/gpuprep-prolog "${hook[@]}" 2>&1 | sed 's/ applied=.*//'
+SLURM_JOB_ID=4243 SLURM_JOB_GPUS=2 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | sed 's/ applied=.*//'
 rmdir "$scope/job_4243"
 echo "cpu0 governor: $(cat "$gov") (job 4243 still holds it)"
 
@@ -91,14 +93,14 @@ step "The next job's prolog finds job 4243 dead (no cgroup) and releases it as i
   "gpuprep-prolog --dry-run (job 4244); gpuprep-prolog; gpuprep-epilog"
 mkdir -p "$scope/job_4244"
 export SLURM_JOB_ID=4244 SLURM_JOB_GPUS=3
-bin/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null | grep -E 'release|^prolog'
-bin/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E 'releasing|prolog done' | sed 's/ applied=.*//'
+"$bin"/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null | grep -E 'release|^prolog'
+"$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E 'releasing|prolog done' | sed 's/ applied=.*//'
 rmdir "$scope/job_4244"
-bin/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
+"$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
 echo "cpu0 governor after both: $(cat "$gov")"
 
 step "Whoever is on call: the drift history" "gpuprep-epilog --report"
-bin/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report
+"$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report
 
 step "Metrics for node_exporter's textfile collector" "cat gpuprep.prom"
 grep -v '^#' "$spool/textfile/gpuprep.prom"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 root=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/gpuprep-bench.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 tar xzf test/roots/dgxh100.tar.gz -C "$root"
-python3 test/hookbench.py "$root" "${RUNS:-40}" bin
+python3 test/hookbench.py "$root" "${RUNS:-40}" "${BIN:-bin/sim}"
 if [ "$(id -u)" = 0 ]; then
   bash test/install-deps.sh >/dev/null
   CGO_CFLAGS=-Wno-deprecated-declarations go test -count=1 -tags bench -run TestSrunOverhead -v ./test/e2e 2>&1 | grep -E 'gpuprep adds|FAIL|ok'

@@ -15,7 +15,7 @@ fi
 root=$(mktemp -d /tmp/gpuprep-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 tar xzf test/roots/dgxh100.tar.gz -C "$root"
-g="bin/gpuprep-gres --root $root"
+g="${BIN:-bin/sim}/gpuprep-gres --root $root"
 RUNS_SHOWN=${RUNS:-100}
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 hyperfine -N -i --warmup 5 --runs ${RUNS:-100} --export-csv "$root/gres.csv" \

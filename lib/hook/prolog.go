@@ -138,9 +138,11 @@ func commitUnchanged(o *Options, s *spoolState, node NodeFile, before, rec *JobR
 
 // observe reads every knob of the job's scopes (the node, its GPUs) that the
 // profile sets, and what the profile wants of it, and the present value of
-// the knobs in alsoRead (what the job held before).
+// the knobs in alsoRead (what the job held before). The reads run in
+// parallel (readAll); no other knob is read.
 func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead map[string]bool) []plan.Observed {
 	var obs []plan.Observed
+	var toRead []knob.Knob
 	for _, k := range knobs {
 		id := k.ID()
 		setting, ok := knob.Setting(prof.Knobs, id.Name)
@@ -162,8 +164,12 @@ func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead m
 		if !ok && !alsoRead[id.String()] {
 			continue
 		}
-		o.Current, o.Err = k.Read()
 		obs = append(obs, o)
+		toRead = append(toRead, k)
+	}
+	vals, errs := readAll(toRead)
+	for i := range obs {
+		obs[i].Current, obs[i].Err = vals[i], errs[i]
 	}
 	return obs
 }

@@ -20,18 +20,24 @@ func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, 
 	knobs := catalog(o, gpusByUUID(o.devices(), rec.GPUs))
 	var holds []plan.Hold
 	current := map[string]knob.Value{}
+	var toRead []knob.Knob
 	for _, h := range slices.Concat(rec.Holds, rec.Invariants) {
 		k, ok := knobs[h.ID.String()]
 		if !ok {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: knob no longer present; nothing to restore", h.ID))
 			continue
 		}
-		v, err := k.Read()
-		if err != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %v", h.ID, err))
+		if !slices.Contains(toRead, k) {
+			toRead = append(toRead, k)
+		}
+	}
+	vals, errs := readAll(toRead)
+	for i, k := range toRead {
+		if errs[i] != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %v", k.ID(), errs[i]))
 			continue
 		}
-		current[h.ID.String()] = v
+		current[k.ID().String()] = vals[i]
 	}
 	for _, h := range rec.Holds {
 		if _, ok := knobs[h.ID.String()]; ok {

@@ -33,7 +33,9 @@ func bin(t *testing.T, name string) string {
 		}
 		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap"}
 		for out, pkg := range pkgs {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binsDir, out), pkg)
+			// The tests run the programs on simulated nodes: build them with the
+			// go-nvml mock servers, which production builds leave out.
+			cmd := exec.Command("go", "build", "-tags", "gpuprep_mock", "-o", filepath.Join(binsDir, out), pkg)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
 			if b, err := cmd.CombinedOutput(); err != nil {
