@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,4 +74,45 @@ func runBin(t *testing.T, name string, args ...string) (string, string, int) {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// A production build (no -tags gpuprep_mock, as make build and make install
+// make them) carries no mock GPU server: no symbol of internal/gpumock, of
+// go-nvml's mock packages or of the simulated node shapes; and it says how
+// to get them when asked for one.
+func TestProductionBinariesHoldNoMock(t *testing.T) {
+	root, err := testroot.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, pkg := range []string{"prolog", "epilog", "gres", "srunwrap"} {
+		out := filepath.Join(dir, pkg)
+		cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build ./%s: %v\n%s", pkg, err, b)
+		}
+		syms, err := exec.Command("go", "tool", "nm", out).Output()
+		if err != nil {
+			t.Fatalf("go tool nm %s: %v", pkg, err)
+		}
+		if len(syms) < 1000 {
+			t.Fatalf("go tool nm %s: only %d bytes of symbols", pkg, len(syms))
+		}
+		for _, line := range strings.Split(string(syms), "\n") {
+			for _, bad := range []string{"gpuprep/internal/gpumock", "go-nvml/pkg/nvml/mock", "gpuprep/internal/nodeshape"} {
+				if strings.Contains(line, bad) {
+					t.Errorf("%s holds %s: %s", pkg, bad, line)
+					break
+				}
+			}
+		}
+	}
+	gres := filepath.Join(dir, "gres")
+	out, err := exec.Command(gres, "--root", t.TempDir(), "--gpu-backend", "mock:dgxh100").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "-tags gpuprep_mock") {
+		t.Errorf("production gres with a mock backend: %v\n%s", err, out)
+	}
 }
