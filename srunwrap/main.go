@@ -1,13 +1,12 @@
 // Command srunwrap runs one Slurm task bound to its GPU's NUMA node with the
-// right NCCL settings. Not implemented yet.
+// right NCCL settings. Not implemented yet; the command is lib/srunwrapcmd.
 package main
 
 import (
 	"os"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/srunwrapcmd"
 )
 
-func main() {
-	os.Exit(cli.Placeholder("srunwrap", "usage: srunwrap [flags] [--] cmd args...", "the srunwrap issue", os.Args[1:]))
-}
+func main() { os.Exit(srunwrapcmd.Main(cli.OS())) }

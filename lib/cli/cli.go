@@ -1,8 +1,21 @@
 // Package cli holds what the four gpuprep programs share on the command line:
 // the common flags of DESIGN.md's contract (--config, --root, --gpu-backend,
-// --json, --log-level, --version), logging, exit codes and one-line errors.
-// The mains stay thin: flags and environment in, one library call, an exit
-// code out.
+// --json, --log-level, --version) and their parsing (cli.go), the process's
+// arguments, environment and standard streams as one value (env.go), exit
+// codes and one-line errors (cli.go), logging to stderr or to a log file and
+// syslog (logging.go), running under one deadline (deadline.go) and JSON
+// output (output.go).
+//
+// Every program's main is the same line: its command package's entry point,
+// a func(cli.Env) int, called with the process's Env, and its result as the
+// exit status:
+//
+//	func main() { os.Exit(grescmd.Main(cli.OS())) }
+//
+// The command packages (lib/hookcmd, lib/grescmd, lib/srunwrapcmd) turn
+// flags and environment into one library call and its outcome into output
+// and an exit code; the libraries below them know nothing of the command
+// line.
 package cli
 
 import (
@@ -10,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -102,24 +114,30 @@ func (c *Common) OpenGPU(cfg *config.Config) (gpu.Backend, error) {
 // Logger returns a text logger on w at --log-level, else the config's level,
 // else warn.
 func (c *Common) Logger(w io.Writer, cfg *config.Config) (*slog.Logger, error) {
+	level, err := c.Level(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+}
+
+// Level is --log-level, else the config's level, else warn.
+func (c *Common) Level(cfg *config.Config) (slog.Level, error) {
 	lvl := c.LogLevel
 	if lvl == "" && cfg != nil {
 		lvl = cfg.General.LogLevel
 	}
-	var level slog.Level
 	switch strings.ToLower(lvl) {
 	case "", "warn", "warning":
-		level = slog.LevelWarn
+		return slog.LevelWarn, nil
 	case "debug":
-		level = slog.LevelDebug
+		return slog.LevelDebug, nil
 	case "info":
-		level = slog.LevelInfo
+		return slog.LevelInfo, nil
 	case "error":
-		level = slog.LevelError
-	default:
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", lvl)
+		return slog.LevelError, nil
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+	return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", lvl)
 }
 
 // Fail prints err as one line, "prog: message", and returns code. Hooks rely
@@ -130,16 +148,16 @@ func Fail(w io.Writer, prog string, code int, err error) int {
 	return code
 }
 
-// Placeholder is the main of a program whose issue has not landed: it answers
-// -h and --version, says it is not implemented, and exits non-zero.
-func Placeholder(prog, synopsis, issue string, args []string) int {
+// Placeholder is the command of a program whose issue has not landed: it
+// answers -h and --version, says it is not implemented, and exits non-zero.
+func Placeholder(prog, synopsis, issue string, e Env) int {
 	var c Common
-	fs := NewFlagSet(prog, synopsis, os.Stderr)
+	fs := NewFlagSet(prog, synopsis, e.Stderr)
 	c.Register(fs)
 	fs.ParseErrorsAllowlist.UnknownFlags = true
-	if done, code := Parse(fs, &c, args, os.Stdout); done {
+	if done, code := Parse(fs, &c, e.Args, e.Stdout); done {
 		return code
 	}
-	fmt.Fprintf(os.Stderr, "%s: not implemented yet (%s); do not install it as a Slurm hook yet\n", prog, issue)
+	fmt.Fprintf(e.Stderr, "%s: not implemented yet (%s); do not install it as a Slurm hook yet\n", prog, issue)
 	return ExitMismatch
 }

@@ -1,8 +1,15 @@
-// Package hook runs gpuprep's Slurm prolog and epilog: recover an interrupted
-// run, plan, journal, apply, record. Everything a run does to the node goes
+// Package hook is the engine of gpuprep's Slurm prolog and epilog: recover an
+// interrupted run, plan, journal, apply, record (Prolog and Epilog, given
+// Options, return an Outcome). Everything a run does to the node goes
 // through a write-ahead journal in the spool, so a prolog or epilog killed at
 // any point leaves enough to put the node back, and the next run does so
-// before anything else.
+// before anything else. It owns the spool's job records and node state
+// (records.go, spoolstate.go), telling dead jobs (liveness.go), releasing a
+// job's knobs (release.go) and finishing interrupted runs (recover.go).
+//
+// The command line around it (flags, the job from the environment, the
+// deadline, the node lock, output, metrics, the drain reason, exit codes)
+// is lib/hookcmd; this package knows nothing of it.
 package hook
 
 import (

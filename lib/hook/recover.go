@@ -2,7 +2,6 @@ package hook
 
 import (
 	"context"
-	"fmt"
 
 	"gpuprep/lib/drift"
 	"gpuprep/lib/knob"
@@ -131,14 +130,4 @@ func apply(o *Options, knobs map[string]knob.Knob, changes []plan.Change) (done 
 		warnings = append(warnings, about(c.ID, aerr)+" (left as it was)")
 	}
 	return done, warnings, true, nil
-}
-
-// describeReleased is one line for a released dead job ("would release"
-// in a dry run).
-func describeReleased(r Released, dryRun bool) string {
-	verb := "released"
-	if dryRun {
-		verb = "would release"
-	}
-	return fmt.Sprintf("%s job %s: %s", verb, r.Job, r.Reason)
 }

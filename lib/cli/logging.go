@@ -1,4 +1,4 @@
-package hook
+package cli
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"os"
 )
 
-// newLogger logs to the log file (appended, created 0640) and to syslog
-// (facility daemon, tag prog), and also to stderr when not run by slurmd:
-// under slurmd the first stderr line is the drain reason, so nothing else may
-// go there. Sinks that cannot be opened are skipped.
-func newLogger(prog, logFile string, level slog.Level, underSlurm bool, stderr io.Writer) (*slog.Logger, func()) {
+// SinkLogger is the logger of a program run by a daemon: it logs to logFile
+// (appended, created 0640; none when empty) and to syslog (facility daemon,
+// tag prog), and also to stderr unless quietStderr (a Slurm hook under
+// slurmd, where the first stderr line is the drain reason, so nothing else
+// may go there). Sinks that cannot be opened are skipped. The returned
+// function closes them.
+func SinkLogger(prog, logFile string, level slog.Level, quietStderr bool, stderr io.Writer) (*slog.Logger, func()) {
 	var handlers []slog.Handler
 	var closers []func()
 	opts := &slog.HandlerOptions{Level: level}
@@ -26,7 +28,7 @@ func newLogger(prog, logFile string, level slog.Level, underSlurm bool, stderr i
 		handlers = append(handlers, slog.NewTextHandler(w, opts))
 		closers = append(closers, func() { w.Close() })
 	}
-	if !underSlurm {
+	if !quietStderr {
 		handlers = append(handlers, slog.NewTextHandler(stderr, opts))
 	}
 	return slog.New(fanout(handlers)), func() {

@@ -1,4 +1,4 @@
-package hook
+package hookcmd
 
 import (
 	"bytes"
@@ -8,12 +8,17 @@ import (
 	"testing"
 
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/cli"
 )
 
-// mainRun runs Main with a Slurm-like environment.
+// mainRun runs the prolog or epilog command with a Slurm-like environment.
 func mainRun(op string, env map[string]string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := Main(op, args, func(k string) string { return env[k] }, &out, &errb)
+	cmd := Prolog
+	if op == "epilog" {
+		cmd = Epilog
+	}
+	code := cmd(cli.Env{Args: args, Getenv: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
 

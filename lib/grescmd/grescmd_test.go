@@ -1,4 +1,4 @@
-package main
+package grescmd
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/cli"
 	"gpuprep/lib/slurm"
 )
 
 func gres(args ...string) (string, string, int) {
 	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
+	code := Main(cli.Env{Args: args, Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errb})
 	return out.String(), errb.String(), code
 }
 

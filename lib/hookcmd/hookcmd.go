@@ -1,8 +1,13 @@
-package hook
+// Package hookcmd is the command line of gpuprep-prolog and gpuprep-epilog:
+// their flags, the job from Slurm's environment, one deadline for the whole
+// run, the node lock, and what becomes of the engine's outcome (lib/hook):
+// the log, the plan table or JSON (output.go), the node_exporter metrics and
+// --report (metrics.go), the drain reason (drain.go) and the exit code. The
+// engine itself (recover, plan, journal, apply, record) is lib/hook.
+package hookcmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +18,7 @@ import (
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/hook"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -32,12 +38,20 @@ type flags struct {
 	since       time.Duration
 }
 
-// Main is gpuprep-prolog's and gpuprep-epilog's main: op is "prolog" or
-// "epilog". It reads the job from Slurm's environment (flags override it for
-// manual runs), runs under one deadline, and returns the exit code: 0 the
-// job may run, 1 a node problem (the first stderr line is the reason), 2 bad
-// input.
-func Main(op string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// Prolog is gpuprep-prolog: it applies the job's tuning profile. It reads
+// the job from Slurm's environment (flags override it for manual runs), runs
+// under one deadline, and returns the exit code: 0 the job may run, 1 a node
+// problem (the first stderr line is the reason), 2 bad input.
+func Prolog(e cli.Env) int { return command("prolog", e) }
+
+// Epilog is gpuprep-epilog: it records drift and restores the node when the
+// last job using a knob ends; --report prints the drift history. Exit codes
+// as for Prolog.
+func Epilog(e cli.Env) int { return command("epilog", e) }
+
+// command is either hook program: op is "prolog" or "epilog".
+func command(op string, e cli.Env) int {
+	getenv, stdout, stderr := e.Getenv, e.Stdout, e.Stderr
 	prog := "gpuprep-" + op
 	var f flags
 	fs := cli.NewFlagSet(prog, usage(op), stderr)
@@ -54,7 +68,7 @@ func Main(op string, args []string, getenv func(string) string, stdout, stderr i
 		fs.BoolVar(&f.report, "report", false, "print the drift history and exit")
 		fs.DurationVar(&f.since, "since", 0, "with --report: only records newer than this (e.g. 24h)")
 	}
-	if done, code := cli.Parse(fs, &f.common, args, stdout); done {
+	if done, code := cli.Parse(fs, &f.common, e.Args, stdout); done {
 		return code
 	}
 	cfg, err := f.common.LoadConfig()
@@ -74,38 +88,31 @@ func Main(op string, args []string, getenv func(string) string, stdout, stderr i
 	if deadline <= 0 {
 		deadline = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	code := make(chan int, 1)
-	go func() { code <- run(ctx, op, prog, &f, cfg, getenv, stdout, stderr) }()
-	select {
-	case c := <-code:
-		return c
-	case <-ctx.Done():
+	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
+		return run(ctx, op, prog, &f, cfg, getenv, stdout, stderr)
+	})
+	if timedOut {
 		// A hung NVML call or file system: never hang slurmd.
-		time.Sleep(200 * time.Millisecond)
-		select {
-		case c := <-code:
-			return c
-		default:
-		}
 		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("deadline of %s passed (config general.deadline)", deadline))
 	}
+	return code
 }
 
 func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
 	started := time.Now()
+	// A hook logs info, or only warnings when the level is warn or error,
+	// or debug when asked for by name.
 	level := slog.LevelInfo
-	if lg, err := f.common.Logger(io.Discard, cfg); err != nil {
+	if lvl, err := f.common.Level(cfg); err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
-	} else if !lg.Enabled(ctx, slog.LevelInfo) {
+	} else if lvl > slog.LevelInfo {
 		level = slog.LevelWarn
 	}
 	if f.common.LogLevel == "debug" || (f.common.LogLevel == "" && strings.EqualFold(cfg.General.LogLevel, "debug")) {
 		level = slog.LevelDebug
 	}
 	underSlurm := getenv("SLURM_SCRIPT_CONTEXT") != ""
-	log, closeLog := newLogger(prog, cfg.General.LogFile, level, underSlurm, stderr)
+	log, closeLog := cli.SinkLogger(prog, cfg.General.LogFile, level, underSlurm, stderr)
 	defer closeLog()
 
 	dir := f.stateDir
@@ -136,8 +143,8 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	o := &Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: log.With("job", job.ID), Started: started}
-	var out *Outcome
+	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: log.With("job", job.ID), Started: started}
+	var out *hook.Outcome
 	var runErr error
 	if !f.dryRun {
 		unlock, err := sp.Lock(ctx)
@@ -147,9 +154,9 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 		defer unlock()
 	}
 	if op == "prolog" {
-		out, runErr = Prolog(ctx, o)
+		out, runErr = hook.Prolog(ctx, o)
 	} else {
-		out, runErr = Epilog(ctx, o)
+		out, runErr = hook.Epilog(ctx, o)
 	}
 	logOutcome(o.Log, out, runErr)
 	if !f.dryRun {
@@ -160,7 +167,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 	}
 	if runErr != nil {
 		code := cli.ExitBadInput
-		if IsNodeError(runErr) {
+		if hook.IsNodeError(runErr) {
 			code = cli.ExitMismatch
 			maybeDrain(cfg, node, prog+": "+runErr.Error(), o.Log)
 		}
@@ -197,48 +204,4 @@ func jobFromEnvAndFlags(getenv func(string) string, f *flags) (slurm.Job, error)
 		}
 		return getenv(k)
 	})
-}
-
-func logOutcome(log *slog.Logger, out *Outcome, err error) {
-	if out == nil {
-		return
-	}
-	for _, w := range out.Warnings {
-		log.Warn(w)
-	}
-	for _, s := range out.Skipped {
-		log.Info("knob skipped", "knob", s.ID.String(), "reason", s.Reason)
-	}
-	for _, d := range out.Drift {
-		attrs := []any{"knob", d.ID.String(), "kind", d.Kind, "expected", string(d.Expected), "found", string(d.Found)}
-		if d.Job != "" {
-			attrs = append(attrs, "dead_job", d.Job)
-		}
-		log.Warn("drift", attrs...)
-	}
-	verb := "applied"
-	if out.Op == "epilog" {
-		verb = "restored"
-	}
-	if out.DryRun {
-		verb = "would change"
-	}
-	if err != nil {
-		log.Error(out.Op+" failed", "err", err, "profile", out.Profile)
-		return
-	}
-	log.Info(out.Op+" done", "profile", out.Profile, verb, out.Summary())
-}
-
-func printOutcome(w io.Writer, out *Outcome, asJSON bool) {
-	if out == nil {
-		return
-	}
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
-		return
-	}
-	writePlanTable(w, out)
 }

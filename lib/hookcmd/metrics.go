@@ -1,4 +1,4 @@
-package hook
+package hookcmd
 
 import (
 	"fmt"
@@ -10,13 +10,14 @@ import (
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
+	"gpuprep/lib/hook"
 	"gpuprep/lib/state"
 )
 
 // writeMetrics updates the spool's counters (drift events by knob, this
 // hook's last duration and status) and writes them to the node_exporter
 // textfile directory. Called under the node lock; failures are only logged.
-func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *Outcome, log *slog.Logger) {
+func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
 	if cfg.General.MetricsDir == "" {
 		return
 	}

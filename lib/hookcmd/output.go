@@ -1,0 +1,115 @@
+package hookcmd
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+
+	"gpuprep/lib/cli"
+	"gpuprep/lib/hook"
+)
+
+// logOutcome logs what a run did: warnings, skipped knobs, drift, and one
+// line for the run.
+func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
+	if out == nil {
+		return
+	}
+	for _, w := range out.Warnings {
+		log.Warn(w)
+	}
+	for _, s := range out.Skipped {
+		log.Info("knob skipped", "knob", s.ID.String(), "reason", s.Reason)
+	}
+	for _, d := range out.Drift {
+		attrs := []any{"knob", d.ID.String(), "kind", d.Kind, "expected", string(d.Expected), "found", string(d.Found)}
+		if d.Job != "" {
+			attrs = append(attrs, "dead_job", d.Job)
+		}
+		log.Warn("drift", attrs...)
+	}
+	verb := "applied"
+	if out.Op == "epilog" {
+		verb = "restored"
+	}
+	if out.DryRun {
+		verb = "would change"
+	}
+	if err != nil {
+		log.Error(out.Op+" failed", "err", err, "profile", out.Profile)
+		return
+	}
+	log.Info(out.Op+" done", "profile", out.Profile, verb, out.Summary())
+}
+
+// printOutcome prints a run's outcome for --dry-run and --json: JSON, else
+// the plan table.
+func printOutcome(w io.Writer, out *hook.Outcome, asJSON bool) {
+	if out == nil {
+		return
+	}
+	if asJSON {
+		cli.WriteJSON(w, out)
+		return
+	}
+	writePlanTable(w, out)
+}
+
+// writePlanTable prints a run's plan for --dry-run: what would change, what
+// the job would hold, what is skipped and why.
+func writePlanTable(w io.Writer, out *hook.Outcome) {
+	mode := ""
+	if out.DryRun {
+		mode = " (dry run: nothing changed)"
+	}
+	fmt.Fprintf(w, "%s for job %s, profile %s (%s)%s\n", out.Op, out.Job, orDash(out.Profile), orDash(out.Source), mode)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KNOB\tSCOPE\tNOW\tTO\tWHY")
+	for _, c := range out.Changes {
+		req := ""
+		if c.Required {
+			req = " (required)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", c.ID.Name, c.ID.Scope, c.From, c.To, c.Why, req)
+	}
+	changing := map[string]bool{}
+	for _, c := range out.Changes {
+		changing[c.ID.String()] = true
+	}
+	for _, h := range out.Holds {
+		if !changing[h.ID.String()] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.ID.Name, h.ID.Scope, h.Expected, "-", "already set")
+		}
+	}
+	for _, s := range out.Skipped {
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\tskipped: %s\n", s.ID.Name, s.ID.Scope, s.Reason)
+	}
+	for _, d := range out.Drift {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, d.Found, d.Kind, d.Expected)
+	}
+	tw.Flush()
+	for _, r := range out.Released {
+		fmt.Fprintln(w, describeReleased(r, out.DryRun))
+	}
+	for _, wn := range out.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// describeReleased is one line for a released dead job ("would release"
+// in a dry run).
+func describeReleased(r hook.Released, dryRun bool) string {
+	verb := "released"
+	if dryRun {
+		verb = "would release"
+	}
+	return fmt.Sprintf("%s job %s: %s", verb, r.Job, r.Reason)
+}
