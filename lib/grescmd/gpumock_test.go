@@ -1,4 +1,4 @@
-package main
+package grescmd
 
 // The go-nvml mock servers (--gpu-backend mock:<model>) for these tests.
 import _ "gpuprep/internal/gpumock"
