@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/topo"
 )
 
 func cpuKnobs(f files, cpus string) (gov, epp *cpufreqKnob) {
@@ -35,7 +36,7 @@ func TestGovernorRoundTrip(t *testing.T) {
 	// Apply lets "default" through (a baseline can only hold it if the
 	// driver showed it); Desired refuses it.
 	mustApply(t, epp, "default")
-	if set, err := OnlineCPUs(r); err != nil || set.String() != "0-7" {
+	if set, err := topo.OnlineCPUs(r); err != nil || set.String() != "0-7" {
 		t.Fatalf("OnlineCPUs = %v, %v", set, err)
 	}
 }

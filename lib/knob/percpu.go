@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
-	"gpuprep/lib/host"
+	"gpuprep/lib/topo"
 )
 
 // The per-CPU value scheme. A per-CPU knob (cpu_governor,
@@ -23,27 +23,6 @@ import (
 // Apply takes either form, so restoring a mixed baseline is exact. A value
 // is per-CPU exactly when it contains '=' (no kernel keyword does).
 
-// OnlineCPUs reads the node's online CPUs, /sys/devices/system/cpu/online.
-func OnlineCPUs(root host.Root) (cpuset.Set, error) {
-	return readOnline(root)
-}
-
-func readOnline(f files) (cpuset.Set, error) {
-	p := cpuDir + "/online"
-	s, err := f.ReadString(p)
-	if err != nil {
-		return cpuset.Set{}, err
-	}
-	set, err := cpuset.Parse(s)
-	if err != nil {
-		return cpuset.Set{}, fmt.Errorf("%s: %w", p, err)
-	}
-	if set.IsEmpty() {
-		return cpuset.Set{}, fmt.Errorf("%s: no CPU is online", p)
-	}
-	return set, nil
-}
-
 // cpuScope is the CPUs a per-CPU knob covers, resolved once and shared by
 // the CPU knobs of one Catalog.
 type cpuScope struct {
@@ -56,8 +35,8 @@ type cpuScope struct {
 func newCPUScope(f files, cpus cpuset.Set) *cpuScope {
 	if cpus.IsEmpty() {
 		var err error
-		if cpus, err = readOnline(f); err != nil {
-			return &cpuScope{err: fmt.Errorf("online CPUs: %w", err)}
+		if cpus, err = topo.OnlineCPUs(f); err != nil {
+			return &cpuScope{err: err}
 		}
 	}
 	ids := cpus.List()

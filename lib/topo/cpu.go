@@ -42,16 +42,9 @@ type Socket struct {
 // (some hypervisors) is its own core on socket 0.
 func readCPUs(r host.Root) ([]CPU, error) {
 	const base = "/sys/devices/system/cpu"
-	s, err := r.ReadString(base + "/online")
+	online, err := OnlineCPUs(r)
 	if err != nil {
-		return nil, fmt.Errorf("online CPUs: %w", err)
-	}
-	online, err := cpuset.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s/online: %w", base, err)
-	}
-	if online.IsEmpty() {
-		return nil, fmt.Errorf("%s/online: no CPUs online", base)
+		return nil, err
 	}
 	ids := online.List()
 	cpus := make([]CPU, len(ids))
