@@ -152,7 +152,7 @@ func TestProcfsGH200(t *testing.T) {
 		t.Skip("no gh200 shape")
 	}
 	root := host.NewRoot(testroot.Shared(t, "gh200"))
-	node, err := topo.Discover(root, gpu.OpenProcfs(root), topo.Options{SkipNICs: true})
+	node, err := topo.Discover(root, gpu.OpenProcfs(root), topo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestProcfsGH200(t *testing.T) {
 // The root captured on the 2x H200 VM.
 func TestProcfsCapturedH200(t *testing.T) {
 	root := host.NewRoot(testroot.Shared(t, "h200x2"))
-	node, err := topo.Discover(root, gpu.OpenProcfs(root), topo.Options{SkipNICs: true})
+	node, err := topo.Discover(root, gpu.OpenProcfs(root), topo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func Main(e cli.Env) int {
 	}
 	defer backend.Close()
 	log.Debug("gpu backend", "name", backend.Name())
-	node, err := topo.Discover(c.HostRoot(), backend, topo.Options{SkipNICs: format == "gres" || format == "slurm" || check != ""})
+	node, err := topo.Discover(c.HostRoot(), backend, topo.Options{NICs: (format == "table" || format == "json") && check == ""})
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}

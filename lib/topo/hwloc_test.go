@@ -31,7 +31,7 @@ func TestAgainstHwloc(t *testing.T) {
 	for _, name := range testroot.Names() {
 		t.Run(name, func(t *testing.T) {
 			dir := testroot.Shared(t, name)
-			node, err := topo.Discover(host.NewRoot(dir), nil, topo.Options{})
+			node, err := topo.Discover(host.NewRoot(dir), nil, topo.Options{NICs: true})
 			if err != nil {
 				t.Fatal(err)
 			}

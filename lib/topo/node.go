@@ -7,6 +7,7 @@ package topo
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"gpuprep/lib/cpuset"
@@ -56,9 +57,15 @@ type NearNIC struct {
 	Path PCIPath `json:"path"`
 }
 
-// Options select what Discover reads.
+// Options select what Discover reads: only what the caller needs.
 type Options struct {
-	SkipNICs bool // leave NICs out (srunwrap needs none)
+	// NICs reads the node's NICs (/sys/class/net, /sys/class/infiniband)
+	// and each GPU's nearest ones: srunwrap wants the HCA nearest its GPU,
+	// the gres table shows them, gres.conf needs none.
+	NICs bool
+	// GPUs, when not nil, places only the GPUs with these indexes (a
+	// rank's own GPU, a job's GPUs); nil places every GPU.
+	GPUs []int
 }
 
 // Discover reads the node under r and places the GPUs that b reports.
@@ -93,7 +100,7 @@ func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
 		return nil, err
 	}
 	n.Hostname = readHostname(r)
-	if !opt.SkipNICs {
+	if opt.NICs {
 		if n.NICs, err = readNICs(r); err != nil {
 			return nil, err
 		}
@@ -105,6 +112,9 @@ func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
 			return nil, fmt.Errorf("gpu backend %s: %w", b.Name(), err)
 		}
 		for _, d := range devs {
+			if opt.GPUs != nil && !slices.Contains(opt.GPUs, d.Index) {
+				continue
+			}
 			g, err := n.placeGPU(r, d)
 			if err != nil {
 				return nil, err
