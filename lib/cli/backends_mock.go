@@ -2,6 +2,6 @@
 
 package cli
 
-// A build with -tags gpuprep_mock (make sim: the demo, the benchmarks and
+// A build with -tags gpuprep_mock (bin/sim: the demo, the benchmarks and
 // the end-to-end tests) can open --gpu-backend mock:<model>.
 import _ "gpuprep/internal/gpumock"
