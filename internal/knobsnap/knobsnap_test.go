@@ -55,7 +55,7 @@ func TestKnobOf(t *testing.T) {
 		}
 	}
 	// Every name KnobOf gives is a knob's.
-	names := append(slices.Clone(knob.NodeKnobNames), knob.GPUKnobNames...)
+	names := knob.Names()
 	for _, m := range []map[string]string{fileKnobs, mockFieldKnobs} {
 		for k, name := range m {
 			if !slices.Contains(names, name) {
@@ -274,7 +274,7 @@ func TestCoversEveryKnob(t *testing.T) {
 		}
 	}
 	// The dgxh100 fixture has every knob: none may drop out unseen.
-	for _, name := range append(slices.Clone(knob.NodeKnobNames), knob.GPUKnobNames...) {
+	for _, name := range knob.Names() {
 		if !checked[name] {
 			t.Errorf("%s does not read on dgxh100", name)
 		}

@@ -27,6 +27,42 @@ type cpufreqKnob struct {
 	epp   bool
 }
 
+// Governors a profile may set (cpufreq's scaling_governor), and the named
+// energy performance preferences (a raw "0".."255" is also accepted).
+var (
+	governors = []string{"performance", "powersave", "schedutil", "ondemand", "conservative", "userspace"}
+	eppNames  = []string{"default", "performance", "balance_performance", "balance_power", "power"}
+)
+
+func init() {
+	register(Def{
+		Name: "cpu_governor", Scope: ScopeNode, Order: 10,
+		Example: `"performance"`,
+		Doc:     "cpufreq scaling_governor of every CPU in scope (reads and writes cpu<N>/cpufreq/scaling_governor); a governor name",
+		Decode:  decodeOneOf(governors...),
+		node:    func(f files, cpus *cpuScope) Knob { return newGovernor(f, cpus) },
+	})
+	register(Def{
+		Name: "energy_performance_preference", Scope: ScopeNode, Order: 20,
+		Example: `"balance_performance"`,
+		Doc:     "cpufreq energy_performance_preference of every CPU in scope (reads and writes cpu<N>/cpufreq/energy_performance_preference); a name or \"0\"..\"255\"",
+		Decode:  decodeEPP,
+		node:    func(f files, cpus *cpuScope) Knob { return newEPP(f, cpus) },
+	})
+}
+
+// decodeEPP accepts a preference name or a raw value "0".."255".
+func decodeEPP(raw any) (string, error) {
+	s, ok := raw.(string)
+	if !ok {
+		return "", errType("a string")
+	}
+	if n, err := strconv.Atoi(s); (err == nil && n >= 0 && n <= 255) || slices.Contains(eppNames, s) {
+		return s, nil
+	}
+	return "", fmt.Errorf("must be one of %s, or a raw value \"0\"..\"255\"%s", strings.Join(eppNames, ", "), didYouMean(s, eppNames))
+}
+
 func newGovernor(f files, cpus *cpuScope) *cpufreqKnob {
 	return &cpufreqKnob{id: ID{Name: "cpu_governor", Scope: NodeScope}, f: f, cpus: cpus,
 		file: "scaling_governor", avail: "scaling_available_governors"}
