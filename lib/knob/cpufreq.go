@@ -40,6 +40,7 @@ func init() {
 		Example: `"performance"`,
 		Doc:     "cpufreq scaling_governor of every CPU in scope (reads and writes cpu<N>/cpufreq/scaling_governor); a governor name",
 		Decode:  decodeOneOf(governors...),
+		Writes:  cpufreqWrites("scaling_governor"),
 		node:    func(f files, cpus *cpuScope) Knob { return newGovernor(f, cpus) },
 	})
 	register(Def{
@@ -47,8 +48,15 @@ func init() {
 		Example: `"balance_performance"`,
 		Doc:     "cpufreq energy_performance_preference of every CPU in scope (reads and writes cpu<N>/cpufreq/energy_performance_preference); a name or \"0\"..\"255\"",
 		Decode:  decodeEPP,
+		Writes:  cpufreqWrites("energy_performance_preference"),
 		node:    func(f files, cpus *cpuScope) Knob { return newEPP(f, cpus) },
 	})
+}
+
+// cpufreqWrites are a cpufreq file's paths: the policy's (where sysfs keeps
+// it) and the CPU's (the link to it, or a fixture's folder).
+func cpufreqWrites(file string) []string {
+	return []string{"sys/devices/system/cpu/cpufreq/policy<N>/" + file, "sys/devices/system/cpu/cpu<N>/cpufreq/" + file}
 }
 
 // decodeEPP accepts a preference name or a raw value "0".."255".

@@ -54,6 +54,7 @@ func init() {
 			return strconv.FormatInt(n, 10), nil
 		},
 		LeaveAlone: "-1",
+		Writes:     []string{"sys/devices/system/cpu/cpu<N>/cpuidle/state<N>/disable"},
 		node:       func(f files, cpus *cpuScope) Knob { return newCState(f, cpus) },
 	})
 }

@@ -46,6 +46,12 @@ type Def struct {
 	// Doc says in one line what the knob reads and writes and what its
 	// TOML value is.
 	Doc string
+	// Writes are the files a node knob writes, relative to the root
+	// ("proc/sys/vm/swappiness"), "<N>" standing for a number
+	// ("sys/devices/system/cpu/cpu<N>/cpufreq/scaling_governor"); nil for
+	// GPU knobs, which go through the GPU backend. Tests snapshot these
+	// files (internal/knobsnap).
+	Writes []string
 	// Example is a TOML value the key accepts, as written in a file
 	// ("performance" in quotes, 10, [1980, 1980]); tests decode it.
 	Example string
@@ -98,7 +104,7 @@ func register(d Def) {
 	switch {
 	case d.Name == "" || d.Decode == nil || d.Doc == "" || d.Example == "":
 		panic("knob: incomplete Def " + d.Name)
-	case d.Scope == ScopeNode && (d.node == nil || d.gpu != nil),
+	case d.Scope == ScopeNode && (d.node == nil || d.gpu != nil || len(d.Writes) == 0),
 		d.Scope == ScopeGPU && (d.gpu == nil || d.node != nil):
 		panic("knob: Def " + d.Name + ": constructor does not match its scope")
 	}

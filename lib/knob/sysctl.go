@@ -46,9 +46,14 @@ func init() {
 		if s.bytes != "" {
 			doc += fmt.Sprintf(" (its Value is bytes:<N> while %s is in force)", s.bytes)
 		}
+		writes := []string{strings.TrimPrefix(s.path, "/")}
+		if s.bytes != "" {
+			writes = append(writes, strings.TrimPrefix(s.bytes, "/"))
+		}
 		register(Def{
 			Name: s.name, Scope: ScopeNode, Order: 60 + 10*i, Doc: doc, Example: strconv.Itoa(s.hi),
 			Decode: decodeInt(s.lo, s.hi),
+			Writes: writes,
 			node:   func(f files, _ *cpuScope) Knob { return newSysctl(f, s.name) },
 		})
 	}

@@ -34,6 +34,7 @@ func init() {
 			Name: "thp_" + file, Scope: ScopeNode, Order: 40 + 10*i, Example: `"madvise"`,
 			Doc:    "transparent huge pages: reads and writes " + thpDir + "/" + file + "; one of " + strings.Join(thpKnown[file], ", "),
 			Decode: decodeOneOf(thpKnown[file]...),
+			Writes: []string{strings.TrimPrefix(thpDir, "/") + "/" + file},
 			node:   func(f files, _ *cpuScope) Knob { return newTHP(f, "thp_"+file, file) },
 		})
 	}
