@@ -14,7 +14,9 @@ import (
 // The strict check walks a file parsed into Primitives against the Config
 // type: every key must be a field's exact toml tag (the toml package itself
 // matches field names case-insensitively) and every value must decode into
-// its field. It reports each problem with its key, so the error can name the
+// its field. In a table of knob keys ([defaults], a profile, invariants) a
+// key must be a registered knob's (lib/knob) and its Def.Decode must take
+// the value. It reports each problem with its key, so the error can name the
 // line; the decoder's own type errors carry neither in a usable form.
 // parseOnto runs it only to explain a file the fast path (decode, Undecoded,
 // keysExact) did not accept.
