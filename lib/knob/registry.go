@@ -3,7 +3,6 @@ package knob
 import (
 	"fmt"
 	"slices"
-	"sync"
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -91,16 +90,13 @@ func (e *ValueError) Error() string {
 	return e.Msg
 }
 
-var (
-	regMu    sync.Mutex
-	registry []*Def // sorted by Order
-)
+// registry holds every Def, sorted by Order. It is written only by the
+// knobs' init functions, so it is read without a lock.
+var registry []*Def
 
 // register adds d to the registry. It panics on a malformed or duplicate
 // definition: a programming error every test run catches.
 func register(d Def) {
-	regMu.Lock()
-	defer regMu.Unlock()
 	switch {
 	case d.Name == "" || d.Decode == nil || d.Doc == "" || d.Example == "":
 		panic("knob: incomplete Def " + d.Name)
