@@ -47,31 +47,31 @@ const maxPowerW = 5000
 
 func init() {
 	for _, d := range []Def{{
-		Name: "gpu_persistence", Order: 110,
+		Name: "gpu_persistence", Order: 1010,
 		Example: `true`,
 		Doc:     "persistence mode (reads the GPU's settings, SetPersistence); true or false",
 		Decode:  decodeOnOff,
 		gpu:     func(b gpuKnob) Knob { return &persistenceKnob{b} },
 	}, {
-		Name: "gpu_compute_mode", Order: 120,
+		Name: "gpu_compute_mode", Order: 1020,
 		Example: `"exclusive_process"`,
 		Doc:     "compute mode (reads the GPU's settings, SetComputeMode); " + strings.Join(computeModes, ", "),
 		Decode:  decodeOneOf(computeModes...),
 		gpu:     func(b gpuKnob) Knob { return &computeModeKnob{b} },
 	}, {
-		Name: "gpu_locked_clocks_mhz", Order: 130,
+		Name: "gpu_locked_clocks_mhz", Order: 1030,
 		Example: `[1980, 1980]`,
 		Doc:     "locked SM clock range (SetLockedClocks, ResetLockedClocks; cannot be read back); [min, max] in MHz, [] = unlocked",
 		Decode:  decodeLockedClocks,
 		gpu:     func(b gpuKnob) Knob { return &lockedClocksKnob{b} },
 	}, {
-		Name: "gpu_app_clocks_mhz", Order: 140,
+		Name: "gpu_app_clocks_mhz", Order: 1040,
 		Example: `{mem = 2619, sm = 1980}`,
 		Doc:     "application clocks (reads the GPU's settings, SetApplicationClocks, ResetApplicationClocks); {mem, sm} in MHz, {} = the driver's default",
 		Decode:  decodeAppClocks,
 		gpu:     func(b gpuKnob) Knob { return &appClocksKnob{b} },
 	}, {
-		Name: "gpu_power_limit_w", Order: 150,
+		Name: "gpu_power_limit_w", Order: 1050,
 		Example: `500`,
 		Doc:     "power limit (reads the GPU's settings, SetPowerLimit); watts 0..5000, 0 = the GPU's default limit",
 		Decode: func(raw any) (string, error) {

@@ -40,7 +40,8 @@ type Def struct {
 	// Order places the knob among the others: the configuration, the
 	// catalog and plans list knobs by ascending Order. It matters where one
 	// knob's Apply affects another's (cpu_governor before
-	// energy_performance_preference).
+	// energy_performance_preference). By convention node knobs take
+	// 10..999 and GPU knobs 1000 and up, in steps of 10.
 	Order int
 	// Doc says in one line what the knob reads and writes and what its
 	// TOML value is.

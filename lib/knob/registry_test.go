@@ -212,14 +212,14 @@ func TestRegisterRejects(t *testing.T) {
 	t.Cleanup(func() { registry = saved })
 	registry = slices.Clone(saved)
 	node := func(f files, _ *cpuScope) Knob { return newSysctl(f, "vm_swappiness") }
-	good := Def{Name: "x_new", Order: 1000, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node}
+	good := Def{Name: "x_new", Order: 5000, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node}
 	for name, d := range map[string]Def{
-		"no doc":      {Name: "x", Order: 1001, Example: "1", Decode: decodeInt(0, 1), node: node},
-		"no decode":   {Name: "x", Order: 1001, Doc: "d", Writes: []string{"x"}, Example: "1", node: node},
-		"no example":  {Name: "x", Order: 1001, Doc: "d", Writes: []string{"x"}, Decode: decodeInt(0, 1), node: node},
-		"no writes":   {Name: "x", Order: 1001, Doc: "d", Example: "1", Decode: decodeInt(0, 1), node: node},
-		"wrong scope": {Name: "x", Order: 1001, Scope: ScopeGPU, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
-		"same name":   {Name: "cpu_governor", Order: 1001, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
+		"no doc":      {Name: "x", Order: 5001, Example: "1", Decode: decodeInt(0, 1), node: node},
+		"no decode":   {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", node: node},
+		"no example":  {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Decode: decodeInt(0, 1), node: node},
+		"no writes":   {Name: "x", Order: 5001, Doc: "d", Example: "1", Decode: decodeInt(0, 1), node: node},
+		"wrong scope": {Name: "x", Order: 5001, Scope: ScopeGPU, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
+		"same name":   {Name: "cpu_governor", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
 		"same order":  {Name: "x", Order: 10, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
 	} {
 		func() {
