@@ -10,8 +10,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"gpuprep/lib/knob"
 )
 
 // Snapshot maps keys to contents, white space trimmed. A key is a
@@ -19,9 +22,6 @@ import (
 // GPU's saved settings the file's path, '#' and the field
 // ("run/gpuprep-mock/GPU-....json#power_mw").
 type Snapshot map[string]string
-
-// cpuDir is the root-relative folder of the CPUs.
-const cpuDir = "sys/devices/system/cpu/"
 
 // mockDir holds the mock GPUs' saved settings, one <uuid>.json per GPU
 // (lib/gpu/mock_persist.go).
@@ -59,52 +59,28 @@ func isNum(s string) bool {
 	return true
 }
 
-// isCPUFreqDir says whether dir (root-relative, with a trailing slash) is a
-// cpufreq folder: cpufreq/policy<N>, or cpu<N>/cpufreq where a fixture has
-// it as a folder rather than sysfs's link to ../cpufreq/policy<N>.
-func isCPUFreqDir(dir string) bool {
-	rest, ok := strings.CutPrefix(dir, cpuDir)
-	if !ok {
+// matchWrite says whether rel is the file pattern (a knob.Def's Writes
+// entry) names: the same components, "<N>" in one standing for a run of
+// decimal digits.
+func matchWrite(pattern, rel string) bool {
+	ps, rs := strings.Split(pattern, "/"), strings.Split(rel, "/")
+	if len(ps) != len(rs) {
 		return false
 	}
-	a, b, ok := strings.Cut(strings.TrimSuffix(rest, "/"), "/")
-	if !ok {
-		return false
+	for i, p := range ps {
+		pre, suf, ok := strings.Cut(p, "<N>")
+		if !ok {
+			if p != rs[i] {
+				return false
+			}
+			continue
+		}
+		n, ok := strings.CutPrefix(rs[i], pre)
+		if n, ok = strings.CutSuffix(n, suf); !ok || !isNum(n) {
+			return false
+		}
 	}
-	if a == "cpufreq" {
-		n, ok := strings.CutPrefix(b, "policy")
-		return ok && isNum(n)
-	}
-	n, ok := strings.CutPrefix(a, "cpu")
-	return ok && isNum(n) && b == "cpufreq"
-}
-
-// isCStateDisable says whether rel is cpu<N>/cpuidle/state<K>/disable.
-func isCStateDisable(rel string) bool {
-	rest, ok := strings.CutPrefix(rel, cpuDir)
-	if !ok {
-		return false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 4 || parts[1] != "cpuidle" || parts[3] != "disable" {
-		return false
-	}
-	cpu, ok1 := strings.CutPrefix(parts[0], "cpu")
-	st, ok2 := strings.CutPrefix(parts[2], "state")
-	return ok1 && ok2 && isNum(cpu) && isNum(st)
-}
-
-// fileKnobs are the knobs of single files.
-var fileKnobs = map[string]string{
-	"sys/kernel/mm/transparent_hugepage/enabled": "thp_enabled",
-	"sys/kernel/mm/transparent_hugepage/defrag":  "thp_defrag",
-	"proc/sys/vm/swappiness":                     "vm_swappiness",
-	"proc/sys/vm/dirty_ratio":                    "vm_dirty_ratio",
-	"proc/sys/vm/dirty_bytes":                    "vm_dirty_ratio",
-	"proc/sys/vm/dirty_background_ratio":         "vm_dirty_background_ratio",
-	"proc/sys/vm/dirty_background_bytes":         "vm_dirty_background_ratio",
-	"proc/sys/vm/zone_reclaim_mode":              "vm_zone_reclaim_mode",
-	"proc/sys/kernel/numa_balancing":             "kernel_numa_balancing",
+	return true
 }
 
 // mockFieldKnobs are the GPU knobs of the mock's saved fields
@@ -120,7 +96,7 @@ var mockFieldKnobs = map[string]string{
 }
 
 // KnobOf names the knob (lib/knob's configuration key) that writes the file
-// or field of a snapshot key: cpu_governor for
+// (as its knob.Def's Writes says) or mock GPU field of a snapshot key: cpu_governor for
 // sys/devices/system/cpu/cpufreq/policy3/scaling_governor,
 // gpu_power_limit_w for run/gpuprep-mock/<uuid>.json#power_mw; "" for a key
 // no knob writes.
@@ -131,19 +107,33 @@ func KnobOf(key string) string {
 		}
 		return mockFieldKnobs[field]
 	}
-	if k, ok := fileKnobs[key]; ok {
-		return k
-	}
-	dir, base := path.Split(key)
-	switch {
-	case base == "scaling_governor" && isCPUFreqDir(dir):
-		return "cpu_governor"
-	case base == "energy_performance_preference" && isCPUFreqDir(dir):
-		return "energy_performance_preference"
-	case isCStateDisable(key):
-		return "cstate_max_latency_us"
+	for _, d := range knob.Defs() {
+		for _, w := range d.Writes {
+			if matchWrite(w, key) {
+				return d.Name
+			}
+		}
 	}
 	return ""
+}
+
+// walkTops are the folders Take walks: those of the THP and sysctl files
+// and the mock GPUs, and the folder of each knob's written files (up to
+// its first "<N>"), where no other holds it.
+func walkTops() []string {
+	tops := []string{"sys/devices/system/cpu", "sys/kernel/mm", "proc/sys", "run"}
+	for _, d := range knob.Defs() {
+		for _, w := range d.Writes {
+			dir := path.Dir(w)
+			if i := strings.Index(dir, "<N>"); i >= 0 {
+				dir = path.Dir(dir[:i])
+			}
+			if !slices.ContainsFunc(tops, func(t string) bool { return dir == t || strings.HasPrefix(dir, t+"/") }) {
+				tops = append(tops, dir)
+			}
+		}
+	}
+	return tops
 }
 
 // Take reads every tuned file under root. Symlinks are not followed, so a
@@ -154,7 +144,7 @@ func KnobOf(key string) string {
 // are not a JSON object.
 func Take(root string) (Snapshot, error) {
 	s := Snapshot{}
-	for _, top := range []string{"sys/devices/system/cpu", "sys/kernel/mm", "proc/sys", "run"} {
+	for _, top := range walkTops() {
 		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if os.IsNotExist(err) {

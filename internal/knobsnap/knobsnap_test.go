@@ -55,11 +55,18 @@ func TestKnobOf(t *testing.T) {
 		}
 	}
 	// Every name KnobOf gives is a knob's.
-	names := append(slices.Clone(knob.NodeKnobNames), knob.GPUKnobNames...)
-	for _, m := range []map[string]string{fileKnobs, mockFieldKnobs} {
-		for k, name := range m {
-			if !slices.Contains(names, name) {
-				t.Errorf("%s: %q is no knob", k, name)
+	names := knob.Names()
+	for k, name := range mockFieldKnobs {
+		if !slices.Contains(names, name) || !knob.IsGPUKnob(name) {
+			t.Errorf("%s: %q is no GPU knob", k, name)
+		}
+	}
+	// Every knob's files are snapshot keys of that knob.
+	for _, d := range knob.Defs() {
+		for _, w := range d.Writes {
+			key := strings.ReplaceAll(w, "<N>", "12")
+			if !tuned(key) || KnobOf(key) != d.Name {
+				t.Errorf("%s writes %s, but KnobOf(%s) = %q", d.Name, w, key, KnobOf(key))
 			}
 		}
 	}
@@ -274,7 +281,7 @@ func TestCoversEveryKnob(t *testing.T) {
 		}
 	}
 	// The dgxh100 fixture has every knob: none may drop out unseen.
-	for _, name := range append(slices.Clone(knob.NodeKnobNames), knob.GPUKnobNames...) {
+	for _, name := range knob.Names() {
 		if !checked[name] {
 			t.Errorf("%s does not read on dgxh100", name)
 		}

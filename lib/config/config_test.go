@@ -52,18 +52,18 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *d.CPUGovernor != "performance" || *d.THPEnabled != "madvise" || *d.KernelNUMABalancing != 0 ||
-		!*d.GPUPersistence || d.GPULockedClocksMHz != nil || !*d.Invariants.GPUPersistence {
+	if val(d.Knobs, "cpu_governor") != "performance" || val(d.Knobs, "thp_enabled") != "madvise" || val(d.Knobs, "kernel_numa_balancing") != "0" ||
+		val(d.Knobs, "gpu_persistence") != "on" || d.IsSet("gpu_locked_clocks_mhz") || val(d.Invariants, "gpu_persistence") != "on" {
 		t.Errorf("default profile = %+v", d)
 	}
 	b, err := c.Profile("benchmark")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(b.Chain, []string{"benchmark", "default"}) || *b.CStateMaxLatencyUS != 10 || *b.CPUGovernor != "performance" {
+	if !slices.Equal(b.Chain, []string{"benchmark", "default"}) || val(b.Knobs, "cstate_max_latency_us") != "10" || val(b.Knobs, "cpu_governor") != "performance" {
 		t.Errorf("benchmark profile = %+v", b)
 	}
-	if !c.Defaults.GPULockedClocksMHz.Reset() || !c.Defaults.GPUAppClocksMHz.Reset() || *c.Defaults.GPUPowerLimitW != 0 {
+	if val(c.Defaults, "gpu_locked_clocks_mhz") != "unlocked" || val(c.Defaults, "gpu_app_clocks_mhz") != "default" || val(c.Defaults, "gpu_power_limit_w") != "default" {
 		t.Errorf("defaults = %+v", c.Defaults)
 	}
 }
@@ -152,29 +152,14 @@ func TestSchemaKeysCoverKnobs(t *testing.T) {
 			t.Errorf("knob %s is not under profiles.*", k)
 		}
 	}
-	// Knobs.Overlay copies values one level deep: a knob must not hold a
-	// slice, map or pointer.
-	var refs func(reflect.Type) bool
-	refs = func(t reflect.Type) bool {
-		switch t.Kind() {
-		case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
-			return true
-		case reflect.Struct:
-			for i := range t.NumField() {
-				if refs(t.Field(i).Type) {
-					return true
-				}
-			}
-		}
-		return false
+}
+
+// val is the setting k gives a knob, or "<unset>".
+func val(k Knobs, name string) string {
+	if s, ok := k.Setting(name); ok {
+		return s
 	}
-	kt := reflect.TypeFor[Knobs]()
-	for i := range kt.NumField() {
-		f := kt.Field(i)
-		if f.Type.Kind() != reflect.Pointer || refs(f.Type.Elem()) {
-			t.Errorf("knob field %s: must be a pointer to a plain value", f.Name)
-		}
-	}
+	return "<unset>"
 }
 
 func TestLayering(t *testing.T) {
@@ -198,12 +183,12 @@ gpu_power_limit_w = 400
 		t.Errorf("general = %+v", c.General)
 	}
 	// [defaults] merges with the built-in one.
-	if *c.Defaults.VMSwappiness != 60 || *c.Defaults.GPUComputeMode != "default" {
+	if val(c.Defaults, "vm_swappiness") != "60" || val(c.Defaults, "gpu_compute_mode") != "default" {
 		t.Errorf("defaults = %+v", c.Defaults)
 	}
 	// The site's default profile replaces the built-in one as a whole...
 	d, _ := c.Profile("default")
-	if *d.CPUGovernor != "powersave" || d.GPUPersistence != nil || d.Invariants.GPUPersistence != nil {
+	if val(d.Knobs, "cpu_governor") != "powersave" || d.IsSet("gpu_persistence") || d.Invariants.IsSet("gpu_persistence") {
 		t.Errorf("default = %+v", d)
 	}
 	// ...and the built-in benchmark, which inherits it, sees the site's.
@@ -211,15 +196,15 @@ gpu_power_limit_w = 400
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(m.Chain, []string{"mine", "benchmark", "default"}) || *m.CPUGovernor != "powersave" ||
-		*m.CStateMaxLatencyUS != 10 || *m.GPUPowerLimitW != 400 {
+	if !slices.Equal(m.Chain, []string{"mine", "benchmark", "default"}) || val(m.Knobs, "cpu_governor") != "powersave" ||
+		val(m.Knobs, "cstate_max_latency_us") != "10" || val(m.Knobs, "gpu_power_limit_w") != "400" {
 		t.Errorf("mine = %+v", m)
 	}
 	if c.Gres.TypeName("H100_80GB_HBM3") != "h100" || c.Gres.TypeName("a100") != "a100" {
 		t.Errorf("type names = %v", c.Gres.TypeNames)
 	}
 	// The built-in configuration is not changed by a parse.
-	if Default().Profiles["default"].CPUGovernor == nil {
+	if !Default().Profiles["default"].IsSet("cpu_governor") {
 		t.Error("Parse changed the built-in defaults")
 	}
 }
@@ -254,11 +239,11 @@ required = []
 	if !slices.Equal(p.Chain, []string{"c", "b", "a"}) {
 		t.Errorf("chain = %v", p.Chain)
 	}
-	if *p.CPUGovernor != "performance" || *p.VMSwappiness != 20 || *p.THPEnabled != "never" {
+	if val(p.Knobs, "cpu_governor") != "performance" || val(p.Knobs, "vm_swappiness") != "20" || val(p.Knobs, "thp_enabled") != "never" {
 		t.Errorf("knobs = %v", p.Names())
 	}
-	if p.CStateMaxLatencyUS != nil {
-		t.Errorf("cstate -1 should resolve to leave-alone, got %d", *p.CStateMaxLatencyUS)
+	if p.IsSet("cstate_max_latency_us") {
+		t.Errorf("cstate -1 should resolve to leave-alone, got %s", val(p.Knobs, "cstate_max_latency_us"))
 	}
 	if len(p.Required) != 0 || p.IsRequired("cpu_governor") {
 		t.Errorf("required = %v", p.Required)
@@ -271,8 +256,8 @@ required = []
 		t.Errorf("b should inherit required, got %v", b.Required)
 	}
 	// The resolved profile shares no memory with the specs.
-	*p.CPUGovernor = "x"
-	if *c.Profiles["a"].CPUGovernor != "performance" {
+	p.set["cpu_governor"] = "x"
+	if val(c.Profiles["a"].Knobs, "cpu_governor") != "performance" {
 		t.Error("Profile aliases the spec")
 	}
 	if _, err := c.Profile("nope"); !errors.Is(err, ErrUnknownProfile) {

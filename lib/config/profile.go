@@ -3,11 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // ErrUnknownProfile is wrapped by Profile's error for a name the
@@ -96,61 +94,4 @@ func (c *Config) chain(name string) ([]string, error) {
 		}
 		chain = append(chain, parent)
 	}
-}
-
-// KnobNames lists every knob's key name ("cpu_governor", ...) in schema
-// order.
-func KnobNames() []string { return knobNames() }
-
-var knobNames = sync.OnceValue(func() []string {
-	var names []string
-	for _, f := range fieldsOf(reflect.TypeFor[Knobs]()) {
-		names = append(names, f.name)
-	}
-	return names
-})
-
-// IsKnob reports whether name is a knob's key name.
-func IsKnob(name string) bool { return slices.Contains(knobNames(), name) }
-
-// Names lists the key names of the knobs k sets, in schema order.
-func (k Knobs) Names() []string {
-	var names []string
-	v := reflect.ValueOf(k)
-	for i, n := range knobNames() {
-		if !v.Field(i).IsNil() {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
-// IsSet reports whether k sets the knob with the given key name.
-func (k Knobs) IsSet(name string) bool { return slices.Contains(k.Names(), name) }
-
-// Overlay returns k with every knob that top sets replaced by top's value.
-// The result shares no memory with either.
-func (k Knobs) Overlay(top Knobs) Knobs {
-	out := reflect.New(reflect.TypeFor[Knobs]()).Elem()
-	b, t := reflect.ValueOf(k), reflect.ValueOf(top)
-	for i := range out.NumField() {
-		src := b.Field(i)
-		if !t.Field(i).IsNil() {
-			src = t.Field(i)
-		}
-		if !src.IsNil() {
-			cp := reflect.New(src.Type().Elem())
-			cp.Elem().Set(src.Elem()) // knob values hold no references
-			out.Field(i).Set(cp)
-		}
-	}
-	return out.Interface().(Knobs)
-}
-
-// normalized turns the "leave alone" spellings into nil.
-func (k Knobs) normalized() Knobs {
-	if k.CStateMaxLatencyUS != nil && *k.CStateMaxLatencyUS == -1 {
-		k.CStateMaxLatencyUS = nil
-	}
-	return k
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"gpuprep/lib/suggest"
 )
 
 // JobSelector is what a job says about the profile it wants: the values of
@@ -98,7 +100,7 @@ func (c *Config) Allowed(name string) bool { return c.refuse(name) == "" }
 // refuse says why a job may not select name, or "" if it may.
 func (c *Config) refuse(name string) string {
 	if _, ok := c.Profiles[name]; !ok {
-		return "is not defined" + didYouMean(name, c.ProfileNames())
+		return "is not defined" + suggest.DidYouMean(name, c.ProfileNames())
 	}
 	allowed := c.Selection.AllowedProfiles
 	if name == c.Selection.DefaultProfile || slices.Contains(allowed, "*") || slices.Contains(allowed, name) {

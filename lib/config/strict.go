@@ -8,13 +8,17 @@ import (
 	"sync"
 	"time"
 
+	"gpuprep/lib/suggest"
+
 	"github.com/BurntSushi/toml"
 )
 
 // The strict check walks a file parsed into Primitives against the Config
 // type: every key must be a field's exact toml tag (the toml package itself
 // matches field names case-insensitively) and every value must decode into
-// its field. It reports each problem with its key, so the error can name the
+// its field. In a table of knob keys ([defaults], a profile, invariants) a
+// key must be a registered knob's (lib/knob) and its Def.Decode must take
+// the value. It reports each problem with its key, so the error can name the
 // line; the decoder's own type errors carry neither in a usable form.
 // parseOnto runs it only to explain a file the fast path (decode, Undecoded,
 // keysExact) did not accept.
@@ -22,7 +26,26 @@ import (
 var (
 	durationType    = reflect.TypeFor[time.Duration]()
 	unmarshalerType = reflect.TypeFor[toml.Unmarshaler]()
+	knobsType       = reflect.TypeFor[Knobs]()
+	profileSpecType = reflect.TypeFor[ProfileSpec]()
 )
+
+// isKnobTable reports whether t is a table of knob keys (Knobs, or a
+// ProfileSpec, which holds knob keys beside its own). Knob keys are not
+// fields: lib/knob's registry lists them and decodes their values.
+func isKnobTable(t reflect.Type) bool { return t == knobsType || t == profileSpecType }
+
+// keyNames lists the keys a table of struct type t may hold.
+func keyNames(t reflect.Type) []string {
+	var names []string
+	for _, f := range fieldsOf(t) {
+		names = append(names, f.name)
+	}
+	if isKnobTable(t) {
+		names = append(names, KnobNames()...)
+	}
+	return names
+}
 
 // field is one TOML key of a struct type.
 type field struct {
@@ -63,6 +86,9 @@ func fieldsOf(t reflect.Type) []field {
 // into (structs and maps), as opposed to leaves.
 func isTable(t reflect.Type) bool {
 	t = deref(t)
+	if isKnobTable(t) {
+		return true
+	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return false
 	}
@@ -82,10 +108,14 @@ func deref(t reflect.Type) reflect.Type {
 // an integer, as nanoseconds). It may say false for a good file (toml v1.6
 // records the type of a key "" as its parent's); checkStrict decides then.
 func keysExact(md toml.MetaData) bool {
+keys:
 	for _, key := range md.Keys() {
 		t := reflect.TypeFor[Config]()
 		for _, k := range key {
 			t = deref(t)
+			if isKnobTable(t) && IsKnob(k) {
+				continue keys // the knob's Decode checks its value
+			}
 			switch {
 			case t.Kind() == reflect.Map:
 				t = t.Elem()
@@ -142,6 +172,14 @@ func checkTable(md toml.MetaData, tbl map[string]toml.Primitive, t reflect.Type,
 			ft = t.Elem()
 		} else {
 			ft = fieldType(t, k)
+			if ft == nil && isKnobTable(t) {
+				var raw any
+				_ = md.PrimitiveDecode(tbl[k], &raw)
+				if _, p := decodeKnob(k, raw); p != nil {
+					p.report(t, path, ps)
+				}
+				continue
+			}
 			if ft == nil {
 				ps.add(key, "unknown key %s%s", quoteKey(key), suggestKey(t, path, k))
 				continue
@@ -205,11 +243,7 @@ func describe(t reflect.Type) string {
 // table at path of struct type t: a sibling spelt alike, or the same name in
 // another table (state_dir at the top level is general.state_dir).
 func suggestKey(t reflect.Type, path []string, k string) string {
-	var names []string
-	for _, f := range fieldsOf(t) {
-		names = append(names, f.name)
-	}
-	if s := closest(k, names); s != "" {
+	if s := suggest.Closest(k, keyNames(t)); s != "" {
 		return " (did you mean " + quoteKey(append(append([]string(nil), path...), s)) + "?)"
 	}
 	for _, pat := range schemaKeys() {
@@ -238,6 +272,11 @@ var schemaKeysOnce = sync.OnceValue(func() []string {
 				walk(f.typ, prefix+f.name+".")
 			} else {
 				out = append(out, prefix+f.name)
+			}
+		}
+		if isKnobTable(t) {
+			for _, n := range KnobNames() {
+				out = append(out, prefix+n)
 			}
 		}
 	}

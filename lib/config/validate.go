@@ -4,18 +4,18 @@ import (
 	"errors"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"gpuprep/lib/suggest"
 )
 
 // Limits on values.
 const (
-	maxClockMHz      = 10000
-	maxPowerW        = 5000
-	maxCStateUS      = 1000000
 	maxMIGIndex      = 63
 	minDeadline      = 100 * time.Millisecond
 	maxDeadline      = time.Hour
@@ -30,17 +30,12 @@ var (
 	// valid Slurm node feature after constraint_prefix.
 	profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 	// wordRE: GRES names and types, constraint prefixes, comment keys.
-	wordRE         = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	gresNameRE     = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	migProfileRE   = regexp.MustCompile(`^[1-9]g\.[0-9]+gb([+-][a-z][a-z.]*)*$`)
-	backendMockRE  = regexp.MustCompile(`^mock:[a-z0-9_-]+$`)
-	logLevels      = []string{"debug", "info", "warn", "error"}
-	backends       = []string{"auto", "nvml", "procfs", "none"} // or mock:<name>
-	governors      = []string{"performance", "powersave", "schedutil", "ondemand", "conservative", "userspace"}
-	epps           = []string{"default", "performance", "balance_performance", "balance_power", "power"}
-	thpEnabled     = []string{"always", "madvise", "never"}
-	thpDefrag      = []string{"always", "defer", "defer+madvise", "madvise", "never"}
-	gpuComputeMode = []string{"default", "exclusive_process", "prohibited"}
+	wordRE        = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	gresNameRE    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	migProfileRE  = regexp.MustCompile(`^[1-9]g\.[0-9]+gb([+-][a-z][a-z.]*)*$`)
+	backendMockRE = regexp.MustCompile(`^mock:[a-z0-9_-]+$`)
+	logLevels     = []string{"debug", "info", "warn", "error"}
+	backends      = []string{"auto", "nvml", "procfs", "none"} // or mock:<name>
 )
 
 // validate checks values, and references between sections, of a decoded
@@ -51,7 +46,7 @@ func validate(c *Config) problems {
 	checkSelection(c, &ps)
 	checkGres(&c.Gres, &ps)
 	checkMIG(&c.MIG, &ps)
-	checkKnobs(c.Defaults, []string{"defaults"}, &ps)
+	checkKnobs(c.Defaults, knobsType, []string{"defaults"}, &ps)
 	for _, name := range c.ProfileNames() {
 		checkProfile(c, name, &ps)
 	}
@@ -74,7 +69,7 @@ func checkGeneral(g *GeneralSection, ps *problems) {
 		ps.add(k("max_job_age"), "%s = %q: must be 0s (off) or at least %s (longer than any job may run)", formatKey(k("max_job_age")), g.MaxJobAge, minMaxJobAge)
 	}
 	if !slices.Contains(backends, g.GPUBackend) && !backendMockRE.MatchString(g.GPUBackend) {
-		ps.add(k("gpu_backend"), "%s = %q: must be one of %s, mock:<name>%s", formatKey(k("gpu_backend")), g.GPUBackend, strings.Join(backends, ", "), didYouMean(g.GPUBackend, backends))
+		ps.add(k("gpu_backend"), "%s = %q: must be one of %s, mock:<name>%s", formatKey(k("gpu_backend")), g.GPUBackend, strings.Join(backends, ", "), suggest.DidYouMean(g.GPUBackend, backends))
 	}
 }
 
@@ -146,11 +141,11 @@ func checkProfile(c *Config, name string, ps *problems) {
 	if len(name) > maxProfileName || !profileNameRE.MatchString(name) {
 		ps.add(base, "profile name %s: must be %s", formatKey([]string{name}), profileNameRules)
 	}
-	checkKnobs(spec.Knobs, base, ps)
-	checkKnobs(spec.Invariants, at("invariants"), ps)
+	checkKnobs(spec.Knobs, profileSpecType, base, ps)
+	checkKnobs(spec.Invariants, knobsType, at("invariants"), ps)
 	for _, r := range spec.Required {
 		if !IsKnob(r) {
-			ps.add(at("required"), "%s: %q is not a knob%s", formatKey(at("required")), r, didYouMean(r, KnobNames()))
+			ps.add(at("required"), "%s: %q is not a knob%s", formatKey(at("required")), r, suggest.DidYouMean(r, KnobNames()))
 		}
 	}
 	p, err := c.Profile(name)
@@ -175,50 +170,23 @@ func checkProfile(c *Config, name string, ps *problems) {
 			ps.add(at("required"), "%s: %q is required but profile %q does not set it", formatKey(at("required")), r, name)
 		}
 	}
-	if d, b := p.VMDirtyRatio, p.VMDirtyBackgroundRatio; d != nil && b != nil && *d > 0 && *b >= *d {
-		ps.add(at("vm_dirty_background_ratio"), "%s = %d: must be below vm_dirty_ratio (%d)", formatKey(at("vm_dirty_background_ratio")), *b, *d)
+	// Both are plain integers once decoded.
+	ds, dok := p.Setting("vm_dirty_ratio")
+	bs, bok := p.Setting("vm_dirty_background_ratio")
+	d, _ := strconv.Atoi(ds)
+	b, _ := strconv.Atoi(bs)
+	if dok && bok && d > 0 && b >= d {
+		ps.add(at("vm_dirty_background_ratio"), "%s = %d: must be below vm_dirty_ratio (%d)", formatKey(at("vm_dirty_background_ratio")), b, d)
 	}
 }
 
-// checkKnobs checks each knob value k sets; path is the table holding them.
-func checkKnobs(k Knobs, path []string, ps *problems) {
-	at := func(name string) []string { return append(append([]string(nil), path...), name) }
-	str := func(name string, v *string, allowed []string) {
-		if v != nil {
-			checkOneOf(at(name), *v, allowed, ps)
-		}
+// checkKnobs reports the bad keys of k, a table of type t (Knobs or
+// ProfileSpec) at path. The knobs' values were checked as they were decoded
+// (lib/knob's Def.Decode); what is left here are the rules between knobs.
+func checkKnobs(k Knobs, t reflect.Type, path []string, ps *problems) {
+	for _, p := range k.bad {
+		p.report(t, path, ps)
 	}
-	num := func(name string, v *int, lo, hi int) {
-		if v != nil && (*v < lo || *v > hi) {
-			ps.add(at(name), "%s = %d: must be %d..%d", formatKey(at(name)), *v, lo, hi)
-		}
-	}
-	str("cpu_governor", k.CPUGovernor, governors)
-	if v := k.EnergyPerformancePreference; v != nil {
-		n, err := strconv.Atoi(*v)
-		if (err != nil || n < 0 || n > 255) && !slices.Contains(epps, *v) {
-			key := at("energy_performance_preference")
-			ps.add(key, "%s = %q: must be one of %s, or a raw value \"0\"..\"255\"%s", formatKey(key), *v, strings.Join(epps, ", "), didYouMean(*v, epps))
-		}
-	}
-	if v := k.CStateMaxLatencyUS; v != nil && *v != -1 {
-		num("cstate_max_latency_us", v, 0, maxCStateUS)
-	}
-	str("thp_enabled", k.THPEnabled, thpEnabled)
-	str("thp_defrag", k.THPDefrag, thpDefrag)
-	num("vm_swappiness", k.VMSwappiness, 0, 200)
-	num("vm_dirty_ratio", k.VMDirtyRatio, 0, 100)
-	num("vm_dirty_background_ratio", k.VMDirtyBackgroundRatio, 0, 100)
-	num("vm_zone_reclaim_mode", k.VMZoneReclaimMode, 0, 7)
-	num("kernel_numa_balancing", k.KernelNUMABalancing, 0, 3)
-	str("gpu_compute_mode", k.GPUComputeMode, gpuComputeMode)
-	if c := k.GPUAppClocksMHz; c != nil && !c.Reset() {
-		name := at("gpu_app_clocks_mhz")
-		if c.MemMHz < 1 || c.MemMHz > maxClockMHz || c.SMMHz < 1 || c.SMMHz > maxClockMHz {
-			ps.add(name, "%s = {mem = %d, sm = %d}: both must be 1..%d MHz ({} resets them)", formatKey(name), c.MemMHz, c.SMMHz, maxClockMHz)
-		}
-	}
-	num("gpu_power_limit_w", k.GPUPowerLimitW, 0, maxPowerW)
 }
 
 func checkOneOf(key []string, v string, allowed []string, ps *problems) {
@@ -227,7 +195,7 @@ func checkOneOf(key []string, v string, allowed []string, ps *problems) {
 			return
 		}
 	}
-	ps.add(key, "%s = %q: must be one of %s%s", formatKey(key), v, strings.Join(allowed, ", "), didYouMean(v, allowed))
+	ps.add(key, "%s = %q: must be one of %s%s", formatKey(key), v, strings.Join(allowed, ", "), suggest.DidYouMean(v, allowed))
 }
 
 func checkPath(key []string, v string, emptyOK bool, ps *problems) {
@@ -238,13 +206,4 @@ func checkPath(key []string, v string, emptyOK bool, ps *problems) {
 	case filepath.Clean(v) == "/":
 		ps.add(key, "%s = %q: must not be /", formatKey(key), v)
 	}
-}
-
-// didYouMean returns ` (did you mean "x"?)` when one of candidates is close
-// to s.
-func didYouMean(s string, candidates []string) string {
-	if c := closest(s, candidates); c != "" {
-		return ` (did you mean "` + c + `"?)`
-	}
-	return ""
 }

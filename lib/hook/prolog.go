@@ -145,7 +145,7 @@ func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead m
 	var toRead []knob.Knob
 	for _, k := range knobs {
 		id := k.ID()
-		setting, ok := knob.Setting(prof.Knobs, id.Name)
+		setting, ok := prof.Knobs.Setting(id.Name)
 		ok = ok && scopes[id.Scope]
 		o := plan.Observed{ID: id, Required: prof.IsRequired(id.Name)}
 		var derr error
@@ -190,7 +190,7 @@ func invariants(knobs map[string]knob.Knob, prof config.Profile, scopes map[stri
 	var out []plan.Hold
 	for _, key := range slices.Sorted(maps.Keys(knobs)) {
 		k := knobs[key]
-		setting, ok := knob.Setting(prof.Invariants, k.ID().Name)
+		setting, ok := prof.Invariants.Setting(k.ID().Name)
 		if !ok || !scopes[k.ID().Scope] {
 			continue
 		}

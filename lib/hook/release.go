@@ -156,7 +156,7 @@ func driftRecords(o *Options, rec *JobRecord, found []DriftFound) []drift.Record
 
 // fallbackValue is the config's [defaults] setting of a knob name.
 func fallbackValue(o *Options, name string) (string, bool) {
-	return knob.Setting(o.Config.Defaults, name)
+	return o.Config.Defaults.Setting(name)
 }
 
 // defaults are the config's [defaults], turned into knob values, by knob
@@ -164,7 +164,7 @@ func fallbackValue(o *Options, name string) (string, bool) {
 func defaults(o *Options, knobs map[string]knob.Knob) map[string]knob.Value {
 	out := map[string]knob.Value{}
 	for _, k := range knobs {
-		if s, ok := knob.Setting(o.Config.Defaults, k.ID().Name); ok {
+		if s, ok := o.Config.Defaults.Setting(k.ID().Name); ok {
 			if v, err := k.Desired(s); err == nil {
 				out[k.ID().Name] = v
 			}

@@ -6,113 +6,40 @@ import (
 	"testing"
 
 	"gpuprep/internal/testroot"
-	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 )
 
-func TestNamesMatchConfig(t *testing.T) {
-	all := append(slices.Clone(NodeKnobNames), GPUKnobNames...)
-	if !slices.Equal(all, config.KnobNames()) {
-		t.Fatalf("knob names %v\nconfig names %v", all, config.KnobNames())
-	}
-	for _, n := range GPUKnobNames {
-		if !IsGPUKnob(n) {
-			t.Errorf("IsGPUKnob(%s) false", n)
-		}
-	}
-	if IsGPUKnob("cpu_governor") {
-		t.Error("cpu_governor is a GPU knob")
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// everyKnob sets every knob, to values the dgxh100 fixture and its mock
-// accept.
-func everyKnob() config.Knobs {
-	return config.Knobs{
-		CPUGovernor:                 ptr("performance"),
-		EnergyPerformancePreference: ptr("performance"),
-		CStateMaxLatencyUS:          ptr(10),
-		THPEnabled:                  ptr("never"),
-		THPDefrag:                   ptr("defer+madvise"),
-		VMSwappiness:                ptr(10),
-		VMDirtyRatio:                ptr(40),
-		VMDirtyBackgroundRatio:      ptr(5),
-		VMZoneReclaimMode:           ptr(1),
-		KernelNUMABalancing:         ptr(0),
-		GPUPersistence:              ptr(false),
-		GPUComputeMode:              ptr("exclusive_process"),
-		GPULockedClocksMHz:          &config.ClockRange{Min: 1980, Max: 1980},
-		GPUAppClocksMHz:             &config.AppClocks{MemMHz: 2619, SMMHz: 1980},
-		GPUPowerLimitW:              ptr(500),
-	}
-}
-
-func TestSetting(t *testing.T) {
-	want := map[string]string{
-		"cpu_governor": "performance", "energy_performance_preference": "performance",
-		"cstate_max_latency_us": "10", "thp_enabled": "never", "thp_defrag": "defer+madvise",
-		"vm_swappiness": "10", "vm_dirty_ratio": "40", "vm_dirty_background_ratio": "5",
-		"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
-		"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
-		"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
-	}
-	k := everyKnob()
-	for _, name := range config.KnobNames() {
-		got, ok := Setting(k, name)
-		if !ok || got != want[name] {
-			t.Errorf("Setting(%s) = %q %v, want %q", name, got, ok, want[name])
-		}
-		if _, ok := Setting(config.Knobs{}, name); ok {
-			t.Errorf("Setting(empty, %s) ok", name)
-		}
-	}
-	if _, ok := Setting(k, "no_such_knob"); ok {
-		t.Error("unknown name ok")
-	}
-	resets := config.Knobs{
-		GPUPersistence:     ptr(true),
-		GPULockedClocksMHz: &config.ClockRange{},
-		GPUAppClocksMHz:    &config.AppClocks{},
-		GPUPowerLimitW:     ptr(0),
-		CStateMaxLatencyUS: ptr(-1),
-	}
-	for name, w := range map[string]string{"gpu_persistence": "on", "gpu_locked_clocks_mhz": "unlocked",
-		"gpu_app_clocks_mhz": "default", "gpu_power_limit_w": "default", "cstate_max_latency_us": "-1"} {
-		if got, _ := Setting(resets, name); got != w {
-			t.Errorf("Setting(%s) = %q, want %q", name, got, w)
-		}
-	}
-	// The built-in [defaults] all turn into values.
-	def := config.Default().Defaults
-	for _, name := range def.Names() {
-		if _, ok := Setting(def, name); !ok {
-			t.Errorf("defaults: %s has no setting", name)
-		}
-	}
+// everySetting sets every knob, to settings the dgxh100 fixture and its
+// mock accept (the canonical strings the configuration's keys decode to).
+var everySetting = map[string]string{
+	"cpu_governor": "performance", "energy_performance_preference": "performance",
+	"cstate_max_latency_us": "10", "thp_enabled": "never", "thp_defrag": "defer+madvise",
+	"vm_swappiness": "10", "vm_dirty_ratio": "40", "vm_dirty_background_ratio": "5",
+	"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
+	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
+	"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
 }
 
 func TestCatalog(t *testing.T) {
 	r := writeTree(t, smallNode().files())
 	b, devs := mockGPUs(t)
 	ks := Catalog(Env{Root: r, GPU: b, GPUs: devs[1:3]})
-	if len(ks) != len(NodeKnobNames)+2*len(GPUKnobNames) {
+	if len(ks) != len(NodeKnobNames())+2*len(GPUKnobNames()) {
 		t.Fatalf("%d knobs", len(ks))
 	}
 	var names []string
-	for _, k := range ks[:len(NodeKnobNames)] {
+	for _, k := range ks[:len(NodeKnobNames())] {
 		if k.ID().Scope != NodeScope {
 			t.Fatalf("%s", k.ID())
 		}
 		names = append(names, k.ID().Name)
 	}
-	if !slices.Equal(names, NodeKnobNames) {
+	if !slices.Equal(names, NodeKnobNames()) {
 		t.Fatalf("node order %v", names)
 	}
-	if got := ByScope(ks, GPUScope(devs[2].UUID)); len(got) != len(GPUKnobNames) || got[0].ID().Name != "gpu_persistence" {
+	if got := ByScope(ks, GPUScope(devs[2].UUID)); len(got) != len(GPUKnobNames()) || got[0].ID().Name != "gpu_persistence" {
 		t.Fatalf("ByScope: %d", len(got))
 	}
 	if got := ByName(ks, "gpu_power_limit_w"); len(got) != 2 || got[1].ID().Scope != GPUScope(devs[2].UUID) {
@@ -125,7 +52,7 @@ func TestCatalog(t *testing.T) {
 	if Find(ks, ID{Name: "gpu_compute_mode", Scope: GPUScope(devs[0].UUID)}) != nil {
 		t.Fatal("found a GPU outside the job")
 	}
-	if n := len(Catalog(Env{Root: r, GPUs: devs})); n != len(NodeKnobNames) {
+	if n := len(Catalog(Env{Root: r, GPUs: devs})); n != len(NodeKnobNames()) {
 		t.Fatalf("no backend: %d knobs", n)
 	}
 	// Explicit CPUs.
@@ -177,10 +104,9 @@ func TestFixtureRoundTrip(t *testing.T) {
 		}
 	}
 
-	prof := everyKnob()
 	desired := map[ID]Value{}
 	for _, k := range ks {
-		s, ok := Setting(prof, k.ID().Name)
+		s, ok := everySetting[k.ID().Name]
 		if !ok {
 			t.Fatalf("no setting for %s", k.ID())
 		}
@@ -264,20 +190,6 @@ func TestFixtureShapes(t *testing.T) {
 					t.Errorf("%s = %q (%v), want %q", k.ID(), v, err, w)
 				}
 			}
-			// Desired on the default profile works where the knob exists.
-			prof, err := config.Default().Profile("benchmark")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range Catalog(Env{Root: root}) {
-				s, ok := Setting(prof.Knobs, k.ID().Name)
-				if !ok {
-					continue
-				}
-				if _, err := k.Desired(s); err != nil && !errors.Is(err, ErrUnsupported) {
-					t.Errorf("%s: Desired(%q): %v", k.ID(), s, err)
-				}
-			}
 		})
 	}
 }
@@ -298,7 +210,7 @@ func BenchmarkReadNode(b *testing.B) {
 func BenchmarkReadGPUs(b *testing.B) {
 	bk, devs := mockGPUs(b)
 	ks := Catalog(Env{GPU: bk, GPUs: devs, CPUs: cpuset.New(0)})
-	ks = ks[len(NodeKnobNames):]
+	ks = ks[len(NodeKnobNames()):]
 	for b.Loop() {
 		for _, k := range ks {
 			if _, err := k.Read(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gpuprep/lib/suggest"
 )
 
 // cpufreqKnob is a per-CPU cpufreq attribute: cpu_governor
@@ -25,6 +27,50 @@ type cpufreqKnob struct {
 	file  string // under cpufreq/
 	avail string // the list of accepted words, under cpufreq/
 	epp   bool
+}
+
+// Governors a profile may set (cpufreq's scaling_governor), and the named
+// energy performance preferences (a raw "0".."255" is also accepted).
+var (
+	governors = []string{"performance", "powersave", "schedutil", "ondemand", "conservative", "userspace"}
+	eppNames  = []string{"default", "performance", "balance_performance", "balance_power", "power"}
+)
+
+func init() {
+	register(Def{
+		Name: "cpu_governor", Scope: ScopeNode, Order: 10,
+		Example: `"performance"`,
+		Doc:     "cpufreq scaling_governor of every CPU in scope (reads and writes cpu<N>/cpufreq/scaling_governor); a governor name",
+		Decode:  decodeOneOf(governors...),
+		Writes:  cpufreqWrites("scaling_governor"),
+		node:    func(f files, cpus *cpuScope) Knob { return newGovernor(f, cpus) },
+	})
+	register(Def{
+		Name: "energy_performance_preference", Scope: ScopeNode, Order: 20,
+		Example: `"balance_performance"`,
+		Doc:     "cpufreq energy_performance_preference of every CPU in scope (reads and writes cpu<N>/cpufreq/energy_performance_preference); a name or \"0\"..\"255\"",
+		Decode:  decodeEPP,
+		Writes:  cpufreqWrites("energy_performance_preference"),
+		node:    func(f files, cpus *cpuScope) Knob { return newEPP(f, cpus) },
+	})
+}
+
+// cpufreqWrites are a cpufreq file's paths: the policy's (where sysfs keeps
+// it) and the CPU's (the link to it, or a fixture's folder).
+func cpufreqWrites(file string) []string {
+	return []string{"sys/devices/system/cpu/cpufreq/policy<N>/" + file, "sys/devices/system/cpu/cpu<N>/cpufreq/" + file}
+}
+
+// decodeEPP accepts a preference name or a raw value "0".."255".
+func decodeEPP(raw any) (string, error) {
+	s, ok := raw.(string)
+	if !ok {
+		return "", errType("a string")
+	}
+	if n, err := strconv.Atoi(s); (err == nil && n >= 0 && n <= 255) || slices.Contains(eppNames, s) {
+		return s, nil
+	}
+	return "", fmt.Errorf("must be one of %s, or a raw value \"0\"..\"255\"%s", strings.Join(eppNames, ", "), suggest.DidYouMean(s, eppNames))
 }
 
 func newGovernor(f files, cpus *cpuScope) *cpufreqKnob {

@@ -34,6 +34,31 @@ type cstateKnob struct {
 	cpus *cpuScope
 }
 
+// maxCStateUS bounds cstate_max_latency_us in the configuration.
+const maxCStateUS = 1000000
+
+func init() {
+	register(Def{
+		Name: "cstate_max_latency_us", Scope: ScopeNode, Order: 30,
+		Example: `10`,
+		Doc: "disables the idle states whose exit latency exceeds the limit on every CPU in scope " +
+			"(reads cpu<N>/cpuidle/state<K>/latency, reads and writes .../disable); µs 0..1000000, -1 = leave alone",
+		Decode: func(raw any) (string, error) {
+			n, err := decodeIntRaw(raw)
+			if err != nil {
+				return "", err
+			}
+			if n != -1 && (n < 0 || n > maxCStateUS) {
+				return "", fmt.Errorf("must be 0..%d", maxCStateUS)
+			}
+			return strconv.FormatInt(n, 10), nil
+		},
+		LeaveAlone: "-1",
+		Writes:     []string{"sys/devices/system/cpu/cpu<N>/cpuidle/state<N>/disable"},
+		node:       func(f files, cpus *cpuScope) Knob { return newCState(f, cpus) },
+	})
+}
+
 func newCState(f files, cpus *cpuScope) *cstateKnob {
 	return &cstateKnob{id: ID{Name: "cstate_max_latency_us", Scope: NodeScope}, f: f, cpus: cpus}
 }

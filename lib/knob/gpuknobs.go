@@ -3,6 +3,7 @@ package knob
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,106 @@ type gpuKnob struct {
 	id    ID
 	b     gpuControl
 	index int
+}
+
+// maxPowerW bounds gpu_power_limit_w in the configuration.
+const maxPowerW = 5000
+
+func init() {
+	for _, d := range []Def{{
+		Name: "gpu_persistence", Order: 1010,
+		Example: `true`,
+		Doc:     "persistence mode (reads the GPU's settings, SetPersistence); true or false",
+		Decode:  decodeOnOff,
+		gpu:     func(b gpuKnob) Knob { return &persistenceKnob{b} },
+	}, {
+		Name: "gpu_compute_mode", Order: 1020,
+		Example: `"exclusive_process"`,
+		Doc:     "compute mode (reads the GPU's settings, SetComputeMode); " + strings.Join(computeModes, ", "),
+		Decode:  decodeOneOf(computeModes...),
+		gpu:     func(b gpuKnob) Knob { return &computeModeKnob{b} },
+	}, {
+		Name: "gpu_locked_clocks_mhz", Order: 1030,
+		Example: `[1980, 1980]`,
+		Doc:     "locked SM clock range (SetLockedClocks, ResetLockedClocks; cannot be read back); [min, max] in MHz, [] = unlocked",
+		Decode:  decodeLockedClocks,
+		gpu:     func(b gpuKnob) Knob { return &lockedClocksKnob{b} },
+	}, {
+		Name: "gpu_app_clocks_mhz", Order: 1040,
+		Example: `{mem = 2619, sm = 1980}`,
+		Doc:     "application clocks (reads the GPU's settings, SetApplicationClocks, ResetApplicationClocks); {mem, sm} in MHz, {} = the driver's default",
+		Decode:  decodeAppClocks,
+		gpu:     func(b gpuKnob) Knob { return &appClocksKnob{b} },
+	}, {
+		Name: "gpu_power_limit_w", Order: 1050,
+		Example: `500`,
+		Doc:     "power limit (reads the GPU's settings, SetPowerLimit); watts 0..5000, 0 = the GPU's default limit",
+		Decode: func(raw any) (string, error) {
+			s, err := decodeInt(0, maxPowerW)(raw)
+			if s == "0" {
+				s = "default"
+			}
+			return s, err
+		},
+		gpu: func(b gpuKnob) Knob { return &powerKnob{b} },
+	}} {
+		d.Scope = ScopeGPU
+		register(d)
+	}
+}
+
+// decodeLockedClocks accepts [min, max] (1 <= min <= max <= maxClockMHz) as
+// "min,max", or [] as "unlocked".
+func decodeLockedClocks(raw any) (string, error) {
+	bad := fmt.Errorf("must be [min, max] in MHz (1..%d, min <= max), or [] to unlock", maxClockMHz)
+	list, ok := raw.([]any)
+	if !ok || (len(list) != 0 && len(list) != 2) {
+		return "", bad
+	}
+	if len(list) == 0 {
+		return "unlocked", nil
+	}
+	var mhz [2]int64
+	for i, e := range list {
+		n, ok := e.(int64)
+		if !ok || n < 1 || n > maxClockMHz {
+			return "", bad
+		}
+		mhz[i] = n
+	}
+	if mhz[0] > mhz[1] {
+		return "", bad
+	}
+	return fmt.Sprintf("%d,%d", mhz[0], mhz[1]), nil
+}
+
+// decodeAppClocks accepts {mem, sm} (each 1..maxClockMHz) as "mem,sm", or
+// {} (both 0) as "default".
+func decodeAppClocks(raw any) (string, error) {
+	tbl, ok := raw.(map[string]any)
+	if !ok {
+		return "", errType("a table")
+	}
+	var mhz [2]int64
+	for _, k := range slices.Sorted(maps.Keys(tbl)) {
+		i := slices.Index([]string{"mem", "sm"}, k)
+		if i < 0 {
+			return "", &ValueError{Key: k, Unknown: true}
+		}
+		n, ok := tbl[k].(int64)
+		if !ok {
+			return "", &ValueError{Key: k, Msg: "must be an integer"}
+		}
+		mhz[i] = n
+	}
+	if mhz == [2]int64{} { // {}, or {mem = 0, sm = 0}
+		return "default", nil
+	}
+	if mhz[0] < 1 || mhz[0] > maxClockMHz || mhz[1] < 1 || mhz[1] > maxClockMHz {
+		return "", &ValueError{Shown: fmt.Sprintf("{mem = %d, sm = %d}", mhz[0], mhz[1]),
+			Msg: fmt.Sprintf("both must be 1..%d MHz ({} resets them)", maxClockMHz)}
+	}
+	return fmt.Sprintf("%d,%d", mhz[0], mhz[1]), nil
 }
 
 func (k *gpuKnob) ID() ID { return k.id }
@@ -345,19 +446,4 @@ func (k *powerKnob) Apply(v Value) error {
 		return k.wrap(err)
 	}
 	return k.verify(want, k.Read)
-}
-
-// GPUKnobs returns the knobs of one GPU, in the configuration's order.
-func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob {
-	ctl := controlOf(b)
-	base := func(name string) gpuKnob {
-		return gpuKnob{id: ID{Name: name, Scope: GPUScope(dev.UUID)}, b: ctl, index: dev.Index}
-	}
-	return []Knob{
-		&persistenceKnob{base("gpu_persistence")},
-		&computeModeKnob{base("gpu_compute_mode")},
-		&lockedClocksKnob{base("gpu_locked_clocks_mhz")},
-		&appClocksKnob{base("gpu_app_clocks_mhz")},
-		&powerKnob{base("gpu_power_limit_w")},
-	}
 }

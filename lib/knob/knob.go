@@ -3,6 +3,12 @@
 // to apply, apply it and verify by reading it back. Values are canonical
 // strings, so plans, journals and drift records carry them as they are, and
 // Apply(Read()) puts back exactly what was there.
+//
+// Every knob is registered in one place, its own file, as a Def (see
+// registry.go): its configuration key, scope, order, the files it writes,
+// how its TOML value is checked and turned into a setting, and how to build
+// it. The configuration, Catalog and the tests derive their lists from the
+// registry.
 package knob
 
 import (
@@ -35,10 +41,10 @@ type Knob interface {
 	// Read returns the current value, or an error wrapping
 	// ErrUnsupported when the knob does not exist here.
 	Read() (Value, error)
-	// Desired turns a profile setting (the config value in string form,
-	// see Setting) into the value Apply should write. Most knobs take it
-	// as it is; cstate_max_latency_us turns a latency limit into the set
-	// of idle states to disable.
+	// Desired turns a profile setting (the config value in canonical
+	// string form, as the knob's Def.Decode gives it) into the value Apply
+	// should write. Most knobs take it as it is; cstate_max_latency_us
+	// turns a latency limit into the set of idle states to disable.
 	Desired(setting string) (Value, error)
 	// Apply writes v and reads it back; an error when the read-back value
 	// differs names what was written and what was read.

@@ -26,7 +26,8 @@ type sysctlKnob struct {
 	bytes  string // the byte twin of a dirty ratio; "" for none
 }
 
-// sysctls are the integer sysctl knobs: name, file, allowed range, byte twin.
+// sysctls are the integer sysctl knobs: name, file, allowed range, byte
+// twin.
 var sysctls = []struct {
 	name, path string
 	lo, hi     int
@@ -37,6 +38,25 @@ var sysctls = []struct {
 	{"vm_dirty_background_ratio", "/proc/sys/vm/dirty_background_ratio", 0, 100, "/proc/sys/vm/dirty_background_bytes"},
 	{"vm_zone_reclaim_mode", "/proc/sys/vm/zone_reclaim_mode", 0, 7, ""},
 	{"kernel_numa_balancing", "/proc/sys/kernel/numa_balancing", 0, 3, ""},
+}
+
+func init() {
+	for i, s := range sysctls {
+		doc := fmt.Sprintf("sysctl: reads and writes %s; an integer %d..%d", s.path, s.lo, s.hi)
+		if s.bytes != "" {
+			doc += fmt.Sprintf(" (its Value is bytes:<N> while %s is in force)", s.bytes)
+		}
+		writes := []string{strings.TrimPrefix(s.path, "/")}
+		if s.bytes != "" {
+			writes = append(writes, strings.TrimPrefix(s.bytes, "/"))
+		}
+		register(Def{
+			Name: s.name, Scope: ScopeNode, Order: 60 + 10*i, Doc: doc, Example: strconv.Itoa(s.hi),
+			Decode: decodeInt(s.lo, s.hi),
+			Writes: writes,
+			node:   func(f files, _ *cpuScope) Knob { return newSysctl(f, s.name) },
+		})
+	}
 }
 
 func newSysctl(f files, name string) *sysctlKnob {

@@ -28,6 +28,18 @@ var thpKnown = map[string][]string{
 	"defrag":  {"always", "defer", "defer+madvise", "madvise", "never"},
 }
 
+func init() {
+	for i, file := range []string{"enabled", "defrag"} {
+		register(Def{
+			Name: "thp_" + file, Scope: ScopeNode, Order: 40 + 10*i, Example: `"madvise"`,
+			Doc:    "transparent huge pages: reads and writes " + thpDir + "/" + file + "; one of " + strings.Join(thpKnown[file], ", "),
+			Decode: decodeOneOf(thpKnown[file]...),
+			Writes: []string{strings.TrimPrefix(thpDir, "/") + "/" + file},
+			node:   func(f files, _ *cpuScope) Knob { return newTHP(f, "thp_"+file, file) },
+		})
+	}
+}
+
 func newTHP(f files, name, file string) *thpKnob {
 	return &thpKnob{id: ID{Name: name, Scope: NodeScope}, f: f, path: thpDir + "/" + file, known: thpKnown[file]}
 }

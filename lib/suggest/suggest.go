@@ -1,10 +1,12 @@
-package config
+// Package suggest finds the word a user most likely meant, for "did you
+// mean" hints in configuration errors (lib/config's keys, lib/knob's values).
+package suggest
 
 import "strings"
 
-// closest returns the candidate most like s (same letters in another case,
+// Closest returns the candidate most like s (same letters in another case,
 // or at most a third of s's letters mistyped, two at most), or "" if none is.
-func closest(s string, candidates []string) string {
+func Closest(s string, candidates []string) string {
 	best, bestD := "", 0
 	limit := min(2, max(1, len(s)/3))
 	for _, c := range candidates {
@@ -42,4 +44,13 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// DidYouMean returns ` (did you mean "x"?)` when one of candidates is close
+// to s, else "".
+func DidYouMean(s string, candidates []string) string {
+	if c := Closest(s, candidates); c != "" {
+		return ` (did you mean "` + c + `"?)`
+	}
+	return ""
 }
