@@ -1,6 +1,7 @@
 package gpumock
 
 import (
+	"reflect"
 	"testing"
 
 	"gpuprep/lib/gpu"
@@ -70,9 +71,6 @@ func TestLight(t *testing.T) {
 			}
 		}
 		// The handle of GPU 5, opened by bus id, is GPU 5's.
-		if err := b.Prepare([]int{5, 6}); err != nil {
-			t.Fatal(err)
-		}
 		if err := b.SetPersistence(5, false); err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +78,29 @@ func TestLight(t *testing.T) {
 		s4, _ := b.Settings(4, gpu.FieldPersistence)
 		if s5.Persistence || !s4.Persistence {
 			t.Errorf("persistence: GPU 5 %v, GPU 4 %v", s5.Persistence, s4.Persistence)
+		}
+	}
+}
+
+// MIG reads one GPU's MIG state from NVML, cap minors included, as the
+// inventory lists it (the dgxa100 shape has GPU 0 in MIG mode).
+func TestMIGReader(t *testing.T) {
+	b, err := Open("dgxa100", fixtureRoot(t, "dgxa100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	devs, err := b.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs[0].MIG.Devices) == 0 {
+		t.Fatal("GPU 0 of dgxa100 has no MIG devices")
+	}
+	for i := range devs {
+		m, err := b.MIG(i)
+		if err != nil || !reflect.DeepEqual(m, devs[i].MIG) {
+			t.Errorf("MIG(%d) = %+v, %v; want %+v", i, m, err, devs[i].MIG)
 		}
 	}
 }

@@ -156,16 +156,8 @@ type MIGReader interface {
 	MIG(index int) (MIGState, error)
 }
 
-// Preparer is implemented by backends whose per-GPU calls need a handle
-// that costs time to open (NVML: about 7 ms each on an H200). Prepare opens
-// the handles of the given GPUs, in parallel, before they are used; any
-// other GPU is still opened on first use.
-type Preparer interface {
-	Prepare(indexes []int) error
-}
-
 // Backend is an open GPU backend: an inventory that may also implement
-// SettingsReader, Setter, HealthReader, MIGReader and Preparer.
+// SettingsReader, Setter, HealthReader and MIGReader.
 type Backend interface {
 	Inventory
 	// Close releases the backend (nvml.Shutdown).
@@ -173,7 +165,7 @@ type Backend interface {
 }
 
 // As returns b's implementation of capability T (SettingsReader, Setter,
-// HealthReader, MIGReader, Preparer), or ok=false when b has none.
+// HealthReader, MIGReader), or ok=false when b has none.
 func As[T any](b Backend) (T, bool) {
 	t, ok := b.(T)
 	return t, ok

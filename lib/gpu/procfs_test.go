@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -90,6 +91,13 @@ func TestProcfsDevices(t *testing.T) {
 		if m != wantMIG[i] {
 			t.Errorf("MIG device %d: %+v, want %+v", i, m, wantMIG[i])
 		}
+	}
+	// MIGReader answers for one GPU what the inventory says.
+	if m, err := p.MIG(1); err != nil || !reflect.DeepEqual(m, b.MIG) {
+		t.Errorf("MIG(1) = %+v, %v; want %+v", m, err, b.MIG)
+	}
+	if _, err := p.MIG(2); err == nil {
+		t.Error("MIG(2) of a 2-GPU node worked")
 	}
 }
 

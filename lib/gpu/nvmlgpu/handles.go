@@ -2,7 +2,6 @@ package nvmlgpu
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -51,28 +50,6 @@ func (b *NVML) busIDOf(index int) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("nvml: no GPU %d (the node has %d)", index, len(devs))
-}
-
-// Prepare opens the handles of the given GPUs in parallel goroutines: NVML
-// initialises each device on its first handle, and does that concurrently
-// (two H200 handles: 8.2 ms in parallel, 13.3 ms one after the other).
-func (b *NVML) Prepare(indexes []int) error {
-	errs := make([]error, len(indexes))
-	var wg sync.WaitGroup
-	for i, idx := range indexes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = b.handle(idx)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // listed records the inventory and the handles opened while listing.

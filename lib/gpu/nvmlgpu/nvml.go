@@ -5,10 +5,10 @@
 //
 // NVML is costly per call on a big node (measured on the 2x H200 node: init
 // 10.5 ms, a device handle 6.7 ms each, an application-clock read 6 ms per
-// GPU), so the backend opens a GPU's handle only when that GPU is used,
-// opens several in parallel (Prepare), and reads only the settings fields a
-// caller names. With Light, even the inventory comes from the driver's
-// procfs files instead of NVML.
+// GPU), so the backend opens a GPU's handle only when that GPU is used
+// (safe from parallel goroutines, so callers open several at once), and
+// reads only the settings fields a caller names. With Light, even the
+// inventory comes from the driver's procfs files instead of NVML.
 package nvmlgpu
 
 import (
@@ -65,7 +65,6 @@ var (
 	_ gpu.Setter         = (*NVML)(nil)
 	_ gpu.HealthReader   = (*NVML)(nil)
 	_ gpu.MIGReader      = (*NVML)(nil)
-	_ gpu.Preparer       = (*NVML)(nil)
 )
 
 // Open loads libnvidia-ml.so.1 and initialises NVML (nvmlInit). A node
