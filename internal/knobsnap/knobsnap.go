@@ -24,7 +24,7 @@ import (
 type Snapshot map[string]string
 
 // mockDir holds the mock GPUs' saved settings, one <uuid>.json per GPU
-// (lib/gpu/mock_persist.go).
+// (internal/gpumock/persist.go).
 const mockDir = "run/gpuprep-mock/"
 
 // tuned says whether a root-relative path is a file some knob writes, or
