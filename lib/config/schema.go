@@ -61,7 +61,19 @@ type SelectionSection struct {
 	AllowedProfiles  []string `toml:"allowed_profiles"`  // names a job may pick; "*" = every profile
 	ConstraintPrefix string   `toml:"constraint_prefix"` // --constraint=<prefix><name>; "" disables
 	CommentKey       string   `toml:"comment_key"`       // --comment=<key>=<name>; "" disables
+	// UnfitProfile is what the prolog does when the profile a job chose
+	// cannot be applied on this node (a required knob the GPU refuses):
+	// UnfitDefault, UnfitDrop or UnfitFail. A user's choice never drains a
+	// node unless the admin asks for it with UnfitFail.
+	UnfitProfile string `toml:"unfit_profile"`
 }
+
+// selection.unfit_profile values.
+const (
+	UnfitDefault = "default" // run the job with selection.default_profile
+	UnfitDrop    = "drop"    // apply the job's profile without its required list
+	UnfitFail    = "fail"    // fail the prolog (Slurm drains the node)
+)
 
 // GresSection is [gres]: how gpuprep-gres names GPUs in gres.conf.
 type GresSection struct {

@@ -36,6 +36,9 @@ type Selection struct {
 	Profile  string   // a defined profile, always
 	Source   Source   // where Profile came from
 	Warnings []string // one line each, for the job's log; a bad request never fails the job
+	// DropRequired applies the profile without its required list (set by
+	// the prolog's fallback, selection.unfit_profile = "drop").
+	DropRequired bool
 }
 
 // maxRequestLen bounds how much of a user's request a warning quotes.

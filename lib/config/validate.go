@@ -84,6 +84,7 @@ func checkSelection(c *Config, ps *problems) {
 			ps.add(k("allowed_profiles"), "%s: %q: no such profile (defined: %s; \"*\" allows all)", formatKey(k("allowed_profiles")), n, strings.Join(c.ProfileNames(), ", "))
 		}
 	}
+	checkOneOf(k("unfit_profile"), s.UnfitProfile, []string{UnfitDefault, UnfitDrop, UnfitFail}, ps)
 	for _, name := range []string{"constraint_prefix", "comment_key"} {
 		v := s.ConstraintPrefix
 		if name == "comment_key" {

@@ -71,8 +71,12 @@ func IsNodeError(err error) bool {
 func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
 // jobGPUs maps SLURM_JOB_GPUS (gres indices, PCI bus order) to the backend's
-// devices, which are sorted by bus id too.
-func jobGPUs(all []gpu.Device, idx []int) ([]gpu.Device, error) {
+// devices, which are sorted by bus id too. With the none backend (GPUs
+// ignored) the job has no GPUs to tune.
+func jobGPUs(b gpu.Backend, all []gpu.Device, idx []int) ([]gpu.Device, error) {
+	if b == nil || b.Name() == "none" {
+		return nil, nil
+	}
 	var out []gpu.Device
 	for _, i := range idx {
 		found := false

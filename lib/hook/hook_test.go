@@ -205,9 +205,18 @@ func TestSharedNodeRestoresWhenLastJobLeaves(t *testing.T) {
 
 func TestRequiredKnobUnsupportedFails(t *testing.T) {
 	e := newEnv(t, "cloudvm", "mock:dgxh200") // no cpufreq in the VM
-	_, err := Prolog(context.Background(), e.opts(3, nil, "gpuprep=strict"))
+	// The admin's default profile requiring it fails the prolog.
+	strict := *e.cfg
+	strict.Selection.DefaultProfile = "strict"
+	o := e.opts(3, nil, "")
+	o.Config = &strict
+	_, err := Prolog(context.Background(), o)
 	if err == nil || !IsNodeError(err) || !strings.Contains(err.Error(), "cpu_governor") {
 		t.Fatalf("want a node error naming cpu_governor, got %v", err)
+	}
+	// A user asking for it falls back to the default profile instead.
+	if out := e.prolog(5, nil, "gpuprep=strict"); out.Profile != "default" || !strings.Contains(out.Fallback, "cpu_governor") {
+		t.Errorf("user's strict profile: ran %q, fallback %q", out.Profile, out.Fallback)
 	}
 	// The same knob, not required, is skipped and the job runs.
 	out := e.prolog(4, nil, "")

@@ -30,6 +30,9 @@ type Outcome struct {
 	// Released are other jobs let go of because they are over although
 	// their epilog never ran.
 	Released []Released `json:"released,omitempty"`
+	// Fallback says why the job runs with another profile than it asked
+	// for (selection.unfit_profile); "" when it got its own.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -47,14 +50,39 @@ type DriftFound struct {
 // changes nothing.
 func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	sel := config.Select(o.Config, config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment})
+	out, err := prologFor(ctx, o, sel, "")
+	retry, how, ok := fallbackFor(o.Config, sel, err)
+	if !ok {
+		return out, err
+	}
+	// A user's choice never drains the node: the profile the job asked
+	// for cannot be applied here, so fall back as the config says, and
+	// keep the reason in the job's record.
+	reason := fmt.Sprintf("profile %q cannot be applied on this node (%v); %s", sel.Profile, err, how)
+	o.Log.Warn("profile fallback", "profile", sel.Profile, "reason", err, "fallback", how)
+	out2, err2 := prologFor(ctx, o, retry, reason)
+	out2.Warnings = append([]string{reason}, out2.Warnings...)
+	out2.Fallback = reason
+	return out2, err2
+}
+
+// prologFor is Prolog with the profile selected; fallback, when set, is why
+// sel is not what the job asked for (kept in the job record).
+func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback string) (*Outcome, error) {
 	out := &Outcome{Op: "prolog", Job: jobKey(o.Job), Profile: sel.Profile, Source: string(sel.Source), DryRun: o.DryRun, Warnings: sel.Warnings}
 	prof, err := o.Config.Profile(sel.Profile)
 	if err != nil {
 		return out, fmt.Errorf("profile %q: %w", sel.Profile, err)
 	}
-	gpus, err := jobGPUs(o.devices(), o.Job.GPUs)
+	if sel.DropRequired {
+		prof.Required = nil
+	}
+	gpus, err := jobGPUs(o.GPU, o.devices(), o.Job.GPUs)
 	if err != nil {
 		return out, nodeErrorf("%v", err)
+	}
+	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
+		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
 	}
 	s, err := prepare(ctx, o, out, out.Job)
 	if err != nil {
@@ -86,7 +114,7 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 		return out, err
 	}
 	rec := &JobRecord{Job: out.Job, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
-		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes)}
+		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes), Fallback: fallback}
 	for _, g := range gpus {
 		rec.GPUs = append(rec.GPUs, g.UUID)
 	}

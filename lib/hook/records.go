@@ -75,6 +75,9 @@ type JobRecord struct {
 	// DriftChecked is set once the job's drift was recorded: a retried
 	// release (after a failed restore) does not record it again.
 	DriftChecked bool `json:"drift_checked,omitempty"`
+	// Fallback says why the job got another profile than it asked for
+	// ("" when it got its own), for the user to see.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Journal is written before a run changes any knob: the changes it is about

@@ -17,8 +17,10 @@ import (
 // simulated DGX H100 root. A job's profile is in force while it runs (the
 // job reads the files itself); afterwards the node is back at its baseline;
 // a job that changes a knob mid-run leaves a drift record; a required knob
-// that cannot be applied drains the node with gpuprep's reason in
-// slurmd.log, and resuming the node works.
+// of a user's profile that cannot be applied falls back to the default
+// profile, unless the admin sets selection.unfit_profile = "fail": then it
+// drains the node with gpuprep's reason in slurmd.log, and resuming the
+// node works.
 func TestHooksInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
@@ -92,8 +94,18 @@ required = ["cpu_governor"]
 		t.Errorf("--report does not show the drift:\n%s", report)
 	}
 
-	// 4. A required knob that cannot be applied drains the node, with the
-	// reason in slurmd.log; resuming the node works.
+	// 4. A user's profile whose required knob cannot be applied never
+	// drains the node: the job runs with the default profile.
+	c.MustSrun("--comment=gpuprep=strict", "-n1", "true")
+	if st, reason := c.NodeState(); strings.HasPrefix(st, "drain") {
+		t.Fatalf("a user's unfit profile drained the node: %q (%q)", st, reason)
+	}
+	waitBaseline(t, n, base, "after the fallback")
+	// Only the admin can make it drain (selection.unfit_profile = "fail"):
+	// then the reason is in slurmd.log, and resuming the node works.
+	if err := os.WriteFile(n.cfg, []byte(strict+"\n[selection]\nunfit_profile = \"fail\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, stderr, err := c.Srun("--comment=gpuprep=strict", "-n1", "true"); err == nil {
 		t.Fatalf("job ran although a required knob failed: %s", stderr)
 	}
