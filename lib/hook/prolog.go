@@ -59,7 +59,6 @@ func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
 	// for cannot be applied here, so fall back as the config says, and
 	// keep the reason in the job's record.
 	reason := fmt.Sprintf("profile %q cannot be applied on this node (%v); %s", sel.Profile, err, how)
-	o.Log.Warn("profile fallback", "profile", sel.Profile, "reason", err, "fallback", how)
 	out2, err2 := prologFor(ctx, o, retry, reason)
 	out2.Warnings = append([]string{reason}, out2.Warnings...)
 	out2.Fallback = reason
