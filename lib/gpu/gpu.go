@@ -81,7 +81,8 @@ const (
 	FieldAppClocks  // AppClockSMMHz and AppClockMemMHz
 	FieldPowerLimit // PowerLimitMW and DefaultPowerMW
 	FieldECC        // ECCEnabled and ECCPending
-	AllFields       = FieldPersistence | FieldComputeMode | FieldAppClocks | FieldPowerLimit | FieldECC
+	FieldLimits     // MinPowerMW, MaxPowerMW, MaxSMClockMHz, MaxMemClockMHz
+	AllFields       = FieldPersistence | FieldComputeMode | FieldAppClocks | FieldPowerLimit | FieldECC | FieldLimits
 )
 
 // Settings are a GPU's tunable settings as read now. A field the backend
@@ -93,6 +94,12 @@ type Settings struct {
 	AppClockMemMHz uint32      `json:"app_clock_mem_mhz"`
 	PowerLimitMW   uint32      `json:"power_limit_mw"`
 	DefaultPowerMW uint32      `json:"default_power_limit_mw"`
+	// What this GPU model accepts: the power limit range and the highest
+	// SM and memory clocks, so a profile's values are checked at plan time.
+	MinPowerMW     uint32 `json:"min_power_limit_mw"`
+	MaxPowerMW     uint32 `json:"max_power_limit_mw"`
+	MaxSMClockMHz  uint32 `json:"max_sm_clock_mhz"`
+	MaxMemClockMHz uint32 `json:"max_mem_clock_mhz"`
 	ECCEnabled     bool        `json:"ecc_enabled"`
 	ECCPending     bool        `json:"ecc_pending"`
 	Unsupported    []string    `json:"unsupported,omitempty"` // names of the fields above that are unknown

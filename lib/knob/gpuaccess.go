@@ -38,6 +38,8 @@ func fieldsOf(names []string) gpu.Fields {
 			f |= gpu.FieldPowerLimit
 		case "ecc_enabled", "ecc_pending":
 			f |= gpu.FieldECC
+		case "min_power_limit_mw", "max_power_limit_mw", "max_sm_clock_mhz", "max_mem_clock_mhz":
+			f |= gpu.FieldLimits
 		}
 	}
 	return f
@@ -81,4 +83,12 @@ func (r readOnlyGPU) ResetLockedClocks(index int) error {
 
 func (r readOnlyGPU) SetPowerLimit(index int, _ uint32) error {
 	return r.readOnly(index, "set power limit")
+}
+
+// limits reads what the GPU accepts (gpu.FieldLimits); ok is false when the
+// backend cannot tell, and then nothing is checked at plan time (the
+// driver still refuses a bad value at apply time).
+func (k *gpuKnob) limits() (gpu.Settings, bool) {
+	s, err := k.b.Settings(k.index, gpu.FieldLimits)
+	return s, err == nil && len(s.Unsupported) == 0
 }

@@ -298,6 +298,9 @@ func (k *appClocksKnob) Desired(setting string) (Value, error) {
 	if !ok {
 		return "", fmt.Errorf("%s: %q is not <mem>,<sm> in MHz (1..%d each) or default", k.id, clip(setting), maxClockMHz)
 	}
+	if l, ok := k.limits(); ok && l.MaxSMClockMHz > 0 && (sm > l.MaxSMClockMHz || mem > l.MaxMemClockMHz) {
+		return "", fmt.Errorf("%s: %d,%d MHz is above what GPU %d runs (memory %d, SM %d MHz)", k.id, mem, sm, k.index, l.MaxMemClockMHz, l.MaxSMClockMHz)
+	}
 	return pair(mem, sm), nil
 }
 
@@ -346,6 +349,9 @@ func (k *lockedClocksKnob) Desired(setting string) (Value, error) {
 	lo, hi, ok := parsePair(s)
 	if !ok || lo > hi {
 		return "", fmt.Errorf("%s: %q is not <min>,<max> in MHz (1..%d, min <= max) or unlocked", k.id, clip(setting), maxClockMHz)
+	}
+	if l, ok := k.limits(); ok && l.MaxSMClockMHz > 0 && hi > l.MaxSMClockMHz {
+		return "", fmt.Errorf("%s: %d,%d MHz is above GPU %d's highest SM clock (%d MHz)", k.id, lo, hi, k.index, l.MaxSMClockMHz)
 	}
 	return pair(lo, hi), nil
 }
@@ -432,6 +438,9 @@ func (k *powerKnob) Desired(setting string) (Value, error) {
 	mw, ok := parseWatts(s)
 	if !ok || mw == 0 {
 		return "", fmt.Errorf("%s: %q is not a power limit in watts (or default)", k.id, clip(setting))
+	}
+	if l, ok := k.limits(); ok && l.MaxPowerMW > 0 && (mw < l.MinPowerMW || mw > l.MaxPowerMW) {
+		return "", fmt.Errorf("%s: %s W is outside what GPU %d takes (%s..%s W)", k.id, formatWatts(mw), k.index, formatWatts(l.MinPowerMW), formatWatts(l.MaxPowerMW))
 	}
 	return formatWatts(mw), nil
 }

@@ -161,8 +161,20 @@ func TestGPUDesiredErrors(t *testing.T) {
 		_, err := gpuKnobNamed(t, b, d, tc.name).Desired(tc.setting)
 		wantErr(t, err, tc.name, tc.want)
 	}
+	// What the GPU model cannot take is refused at plan time, naming its
+	// range (H100: 200..700 W, SM clock up to 1980 MHz, memory 2619 MHz).
+	for name, tc := range map[string][2]string{
+		"gpu_power_limit_w":     {"50", "50 W is outside what GPU 0 takes (200..700 W)"},
+		"gpu_locked_clocks_mhz": {"1000,2100", "above GPU 0's highest SM clock (1980 MHz)"},
+		"gpu_app_clocks_mhz":    {"3000,1980", "above what GPU 0 runs (memory 2619, SM 1980 MHz)"},
+	} {
+		_, err := gpuKnobNamed(t, b, d, name).Desired(tc[0])
+		wantErr(t, err, name, tc[1])
+	}
+	if v, err := gpuKnobNamed(t, b, d, "gpu_power_limit_w").Desired("700"); err != nil || v != "700" {
+		t.Errorf("700 W on an H100: %q, %v", v, err)
+	}
 	// The mock refuses what NVML refuses: not a mismatch, an error.
-	wantErr(t, gpuKnobNamed(t, b, d, "gpu_power_limit_w").Apply("50"), "gpu_power_limit_w", "set power limit 50000 mW")
 	wantErr(t, gpuKnobNamed(t, b, d, "gpu_app_clocks_mhz").Apply("1000,1500"), "gpu_app_clocks_mhz")
 }
 

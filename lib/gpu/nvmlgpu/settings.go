@@ -34,7 +34,8 @@ func (g *getter) ok(ret nvml.Return, what string, fields ...string) bool {
 // Settings reads the fields of a GPU's settings that want names:
 // nvmlDeviceGetPersistenceMode, GetComputeMode, GetApplicationsClock (SM,
 // memory), GetPowerManagementLimit and GetPowerManagementDefaultLimit,
-// GetEccMode.
+// GetEccMode, and the limits: GetPowerManagementLimitConstraints and
+// GetMaxClockInfo (SM, memory).
 func (b *NVML) Settings(index int, want gpu.Fields) (gpu.Settings, error) {
 	var s gpu.Settings
 	h, err := b.handle(index)
@@ -66,6 +67,17 @@ func (b *NVML) Settings(index int, want gpu.Fields) (gpu.Settings, error) {
 		}
 		if v, ret := h.GetPowerManagementDefaultLimit(); g.ok(ret, "default power limit", "default_power_limit_mw") {
 			s.DefaultPowerMW = v
+		}
+	}
+	if want&gpu.FieldLimits != 0 {
+		if lo, hi, ret := h.GetPowerManagementLimitConstraints(); g.ok(ret, "power limit range", "min_power_limit_mw", "max_power_limit_mw") {
+			s.MinPowerMW, s.MaxPowerMW = lo, hi
+		}
+		if v, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); g.ok(ret, "maximum SM clock", "max_sm_clock_mhz") {
+			s.MaxSMClockMHz = v
+		}
+		if v, ret := h.GetMaxClockInfo(nvml.CLOCK_MEM); g.ok(ret, "maximum memory clock", "max_mem_clock_mhz") {
+			s.MaxMemClockMHz = v
 		}
 	}
 	if want&gpu.FieldECC != 0 {
