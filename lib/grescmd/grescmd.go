@@ -125,7 +125,11 @@ func report(w io.Writer, file string, diffs []gresgen.Difference, asJSON bool) i
 	} else if len(diffs) == 0 {
 		fmt.Fprintf(w, "%s matches the hardware\n", file)
 	} else {
-		fmt.Fprintf(w, "%s differs from the hardware in %d ways:\n", file, len(diffs))
+		ways := "ways"
+		if len(diffs) == 1 {
+			ways = "way"
+		}
+		fmt.Fprintf(w, "%s differs from the hardware in %d %s:\n", file, len(diffs), ways)
 		for _, d := range diffs {
 			fmt.Fprintf(w, "  %s\n", d)
 		}

@@ -71,3 +71,36 @@ func TestGresCheckSpecialFiles(t *testing.T) {
 		t.Errorf("big: exit %d, %q", code, stderr)
 	}
 }
+
+// TestGresCheckOtherNodesOnly: a gres.conf whose NodeName= lines all name
+// other nodes (the usual cause: the full name where the node goes by its
+// short one) gets one message naming the file's NodeName= values, this
+// node's name and --node-name, not one "missing" line per GPU.
+func TestGresCheckOtherNodesOnly(t *testing.T) {
+	root := testroot.Shared(t, "h200x2")
+	dir := t.TempDir()
+	lines := "AutoDetect=off\n" +
+		"NodeName=dgx01.example.com Name=gpu Type=nvidia_h200 File=/dev/nvidia0 Cores=0-31\n" +
+		"NodeName=dgx01.example.com Name=gpu Type=nvidia_h200 File=/dev/nvidia1 Cores=0-31\n" +
+		"NodeName=dgx[02-04] Name=gpu Type=nvidia_h200 File=/dev/nvidia[0-1] Cores=0-31\n"
+	conf := filepath.Join(dir, "gres.conf")
+	os.WriteFile(conf, []byte(lines), 0o644)
+	out, stderr, code := gres("--root", root, "--gpu-backend", "procfs", "--node-name", "dgx01", "--check", conf)
+	want := conf + " differs from the hardware in 1 way:\n  no line of " + conf + ` is for this node "dgx01": its NodeName= values are dgx01.example.com, dgx[02-04]; the file names it "dgx01.example.com": run with --node-name dgx01.example.com` + "\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d\nstdout: %q\nwant:   %q\nstderr: %s", code, out, want, stderr)
+	}
+	out, _, code = gres("--root", root, "--gpu-backend", "procfs", "--node-name", "gpu7", "--check", conf)
+	if code != 1 || !strings.Contains(out, `this node "gpu7"`) || !strings.Contains(out, "run with --node-name NAME, NAME being what slurm.conf calls this node") || strings.Contains(out, "missing") {
+		t.Errorf("no alias: exit %d\n%s", code, out)
+	}
+	// The name the file uses matches.
+	if out, _, code := gres("--root", root, "--gpu-backend", "procfs", "--node-name", "dgx01.example.com", "--check", conf); code != 0 {
+		t.Errorf("--node-name dgx01.example.com: exit %d\n%s", code, out)
+	}
+	// A node named by some line is checked as before: dgx03's lines differ.
+	out, _, code = gres("--root", root, "--gpu-backend", "procfs", "--node-name", "dgx03", "--check", conf)
+	if code != 0 {
+		t.Errorf("dgx03: exit %d\n%s", code, out)
+	}
+}
