@@ -11,6 +11,7 @@ import (
 	"io/fs"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
 	"gpuprep/lib/slurm"
@@ -42,7 +43,7 @@ func Main(e cli.Env) int {
 	fs.StringVar(&format, "format", "gres", "gres|slurm|table|json")
 	fs.StringVar(&check, "check", "", "compare this gres.conf with the hardware (exit 1 on mismatch)")
 	fs.StringVar(&nodeName, "node-name", "", "NodeName to use (default: the short hostname)")
-	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket)")
+	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket); default: [gres] numa_as_socket, \"auto\": when NUMA nodes split sockets")
 	c.Register(fs)
 	if done, code := cli.Parse(fs, &c, e.Args, stdout); done {
 		return code
@@ -86,7 +87,14 @@ func Main(e cli.Env) int {
 			return cli.Fail(stderr, prog, cli.ExitMismatch, err)
 		}
 	}
-	opt := gresgen.OptionsFromConfig(cfg, numaAsSocket, nodeName)
+	numaFlag := config.Tristate("") // not given: the config's, "auto" by default
+	if fs.Changed("numa-as-socket") {
+		numaFlag = config.False
+		if numaAsSocket {
+			numaFlag = config.True
+		}
+	}
+	opt := gresgen.OptionsFromConfig(cfg, numaFlag, nodeName)
 	res, err := gresgen.Plan(node, opt)
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
