@@ -179,5 +179,8 @@ func gpusUnseen(root host.Root, backend string) error {
 	if len(bus) == 1 {
 		what = "NVIDIA GPU"
 	}
+	if backend == "none" { // what --gpu-backend auto falls back to without NVML and driver
+		return fmt.Errorf("%d %s on the PCI bus but the none backend lists none: neither NVML nor /proc/driver/nvidia answers (is the driver loaded?)", len(bus), what)
+	}
 	return fmt.Errorf("%d %s on the PCI bus but the %s backend lists none (is the driver loaded?)", len(bus), what, backend)
 }

@@ -23,10 +23,18 @@ func TestGresGPUsOnBusButNotListed(t *testing.T) {
 		nil, {"--format", "slurm"}, {"--format", "table"}, {"--format", "json"}, {"--json"}, {"--check", conf},
 	} {
 		out, stderr, code := gres(append([]string{"--root", root, "--gpu-backend", "none"}, args...)...)
-		want := "gpuprep-gres: 2 NVIDIA GPUs on the PCI bus but the none backend lists none (is the driver loaded?)\n"
+		want := "gpuprep-gres: 2 NVIDIA GPUs on the PCI bus but the none backend lists none: neither NVML nor /proc/driver/nvidia answers (is the driver loaded?)\n"
 		if code != 1 || out != "" || stderr != want {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, %q", args, code, out, stderr, want)
 		}
+	}
+	// The procfs backend over a driver directory without GPUs.
+	noProc := testroot.Unpack(t, "h200x2")
+	os.RemoveAll(filepath.Join(noProc, "proc/driver/nvidia/gpus"))
+	os.MkdirAll(filepath.Join(noProc, "proc/driver/nvidia/gpus"), 0o755)
+	if _, stderr, code := gres("--root", noProc, "--gpu-backend", "procfs"); code != 1 ||
+		stderr != "gpuprep-gres: 2 NVIDIA GPUs on the PCI bus but the procfs backend lists none (is the driver loaded?)\n" {
+		t.Errorf("procfs: exit %d, %q", code, stderr)
 	}
 	// A node without NVIDIA GPUs on the bus still gets its (empty) output.
 	noGPU := testroot.Unpack(t, "h200x2")
