@@ -42,9 +42,9 @@ trap 'rm -rf "$root" "$root2"' EXIT
 tar xzf test/roots/dgxa100.tar.gz -C "$root2"
 "$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format table
 
-step "The fix it suggests: NUMA nodes as sockets in the node line" \
-  "gpuprep-gres --format slurm --numa-as-socket (dgxa100)"
-"$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm --numa-as-socket
+step "Its node line: NUMA nodes as sockets (numa_as_socket = \"auto\"), which slurm.conf must be told" \
+  "gpuprep-gres --format slurm (dgxa100)"
+"$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm
 
 # --- A job's life: prolog, a drift, epilog -------------------------------
 spool=$(mktemp -d /tmp/gpuprep-demo-spool.XXXXXX)

@@ -4,10 +4,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"gpuprep/lib/host"
 
 	"github.com/BurntSushi/toml"
 )
@@ -31,30 +31,14 @@ func Load(path string) (*Config, error) { return load(path, DefaultPath) }
 
 // load is Load with the path that may be missing as a parameter, for tests.
 func load(path, optional string) (*Config, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && filepath.Clean(path) == filepath.Clean(optional) {
-			return Default(), nil
-		}
-		return nil, readError(path, err)
-	}
+	data, fi, err := host.ReadRegular(path, maxFileSize)
 	switch {
-	case !fi.Mode().IsRegular():
-		return nil, &Error{File: path, Msg: "cannot read: not a regular file"}
+	case errors.Is(err, fs.ErrNotExist) && filepath.Clean(path) == filepath.Clean(optional):
+		return Default(), nil
+	case err != nil:
+		return nil, readError(path, err)
 	case fi.Mode().Perm()&0o002 != 0:
 		return nil, &Error{File: path, Msg: "refusing a configuration every user can write (chmod o-w)"}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, readError(path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, readError(path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
 	}
 	return Parse(path, data)
 }
@@ -65,12 +49,25 @@ func readError(path string, err error) error {
 	if errors.As(err, &pe) {
 		reason = pe.Err // the path is already in the message
 	}
+	var big *host.TooLargeError
+	if errors.As(err, &big) {
+		return &Error{File: path, Msg: big.Error(), Err: err}
+	}
 	return &Error{File: path, Msg: oneLine("cannot read: " + reason.Error()), Err: err}
 }
 
 // Parse reads a configuration from data, laid over the built-in defaults;
 // name is the file name errors start with.
+//
+// Data over 1 MiB, or with { and [ nested more than 32 deep, is refused
+// before it is decoded.
 func Parse(name string, data []byte) (*Config, error) {
+	if len(data) > maxFileSize {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
+	}
+	if err := checkNesting(name, data); err != nil {
+		return nil, err
+	}
 	var base Config
 	if _, err := toml.Decode(string(defaultsTOML), &base); err != nil {
 		panic("config: built-in defaults.toml: " + err.Error()) // TestDefault keeps it valid

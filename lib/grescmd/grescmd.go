@@ -5,12 +5,15 @@
 package grescmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
 	"gpuprep/lib/gresgen"
+	"gpuprep/lib/host"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
@@ -21,13 +24,15 @@ Prints gres.conf for this node (default), the slurm.conf node line
 (--format slurm), a table of GPU, NUMA, cores, NICs and NVLinks
 (--format table), or all of it as JSON. --check FILE compares an existing
 gres.conf with the hardware: exit 0 when it matches, 1 on a mismatch,
-2 when it cannot be read or parsed.`
+2 when it cannot be read or parsed. Any output exits 1 when NVIDIA GPUs
+are on the PCI bus but the GPU backend lists none (driver not loaded).`
 
 // Main is gpuprep-gres: it prints the node's gres.conf (GPUs and MIG devices
 // with Slurm core ids and NVLink counts), its slurm.conf node line, a table
 // or JSON, from the detected topology, or checks an existing gres.conf
 // against the hardware. It returns the exit code: 0 done (or --check
-// matches), 1 a --check mismatch, 2 bad input.
+// matches), 1 a --check mismatch or a node problem (NVIDIA GPUs on the PCI
+// bus that the GPU backend does not list), 2 bad input.
 func Main(e cli.Env) int {
 	const prog = "gpuprep-gres"
 	stdout, stderr := e.Stdout, e.Stderr
@@ -38,7 +43,7 @@ func Main(e cli.Env) int {
 	fs.StringVar(&format, "format", "gres", "gres|slurm|table|json")
 	fs.StringVar(&check, "check", "", "compare this gres.conf with the hardware (exit 1 on mismatch)")
 	fs.StringVar(&nodeName, "node-name", "", "NodeName to use (default: the short hostname)")
-	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket)")
+	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket); default: [gres] numa_as_socket, \"auto\": when NUMA nodes split sockets")
 	c.Register(fs)
 	if done, code := cli.Parse(fs, &c, e.Args, stdout); done {
 		return code
@@ -59,7 +64,7 @@ func Main(e cli.Env) int {
 	}
 	var conf *slurm.GresConf
 	if check != "" {
-		data, err := os.ReadFile(check)
+		data, err := readGresConf(check)
 		if err != nil {
 			return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 		}
@@ -77,7 +82,19 @@ func Main(e cli.Env) int {
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
-	opt := gresgen.OptionsFromConfig(cfg, numaAsSocket, nodeName)
+	if len(node.GPUs) == 0 {
+		if err := gpusUnseen(c.HostRoot(), backend.Name()); err != nil {
+			return cli.Fail(stderr, prog, cli.ExitMismatch, err)
+		}
+	}
+	numaFlag := config.Tristate("") // not given: the config's, "auto" by default
+	if fs.Changed("numa-as-socket") {
+		numaFlag = config.False
+		if numaAsSocket {
+			numaFlag = config.True
+		}
+	}
+	opt := gresgen.OptionsFromConfig(cfg, numaFlag, nodeName)
 	res, err := gresgen.Plan(node, opt)
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
@@ -116,7 +133,11 @@ func report(w io.Writer, file string, diffs []gresgen.Difference, asJSON bool) i
 	} else if len(diffs) == 0 {
 		fmt.Fprintf(w, "%s matches the hardware\n", file)
 	} else {
-		fmt.Fprintf(w, "%s differs from the hardware in %d ways:\n", file, len(diffs))
+		ways := "ways"
+		if len(diffs) == 1 {
+			ways = "way"
+		}
+		fmt.Fprintf(w, "%s differs from the hardware in %d %s:\n", file, len(diffs), ways)
 		for _, d := range diffs {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
@@ -125,4 +146,41 @@ func report(w io.Writer, file string, diffs []gresgen.Difference, asJSON bool) i
 		return cli.ExitMismatch
 	}
 	return cli.ExitOK
+}
+
+// maxGresConf bounds what --check reads: a gres.conf of thousands of nodes is
+// a few hundred kilobytes.
+const maxGresConf = 16 << 20
+
+// readGresConf reads --check's file: a regular file of at most maxGresConf
+// bytes (a FIFO would hang the command, /dev/zero fill its memory).
+func readGresConf(path string) ([]byte, error) {
+	data, _, err := host.ReadRegular(path, maxGresConf)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path goes first, once
+		}
+		return nil, fmt.Errorf("%s: cannot read: %w", path, err)
+	}
+	return data, nil
+}
+
+// gpusUnseen is the error for a node whose GPU backend lists no GPU while
+// NVIDIA GPUs sit on its PCI bus (driver not loaded, NVML missing): a
+// gres.conf without them would make slurmd drop every GPU. nil when the bus
+// has none either.
+func gpusUnseen(root host.Root, backend string) error {
+	bus, err := topo.NVIDIAGPUsOnBus(root)
+	if err != nil || len(bus) == 0 {
+		return nil
+	}
+	what := "NVIDIA GPUs"
+	if len(bus) == 1 {
+		what = "NVIDIA GPU"
+	}
+	if backend == "none" { // what --gpu-backend auto falls back to without NVML and driver
+		return fmt.Errorf("%d %s on the PCI bus but the none backend lists none: neither NVML nor /proc/driver/nvidia answers (is the driver loaded?)", len(bus), what)
+	}
+	return fmt.Errorf("%d %s on the PCI bus but the %s backend lists none (is the driver loaded?)", len(bus), what, backend)
 }

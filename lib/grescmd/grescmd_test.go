@@ -142,15 +142,41 @@ func TestGresMockDGXH100(t *testing.T) {
 	}
 }
 
+// TestGresNUMASmallerThanSocket: on an NPS4 node numa_as_socket = "auto"
+// (the default) counts NUMA nodes as sockets and says that slurm.conf needs
+// numa_node_as_socket; --numa-as-socket=false or numa_as_socket = false
+// count real sockets and warn that the GPUs' cores split them.
 func TestGresNUMASmallerThanSocket(t *testing.T) {
 	root := testroot.Shared(t, "dgxa100")
-	_, stderr, code := gres("--root", root, "--gpu-backend", "mock:dgxa100")
-	if code != 0 || !strings.Contains(stderr, "numa_node_as_socket") {
-		t.Errorf("want a warning suggesting numa_node_as_socket, got exit %d: %s", code, stderr)
+	base := []string{"--root", root, "--gpu-backend", "mock:dgxa100"}
+	out, stderr, code := gres(append(base, "--format", "slurm")...)
+	if code != 0 || !strings.HasPrefix(out, "# needs SlurmdParameters=numa_node_as_socket in slurm.conf\n") ||
+		!strings.Contains(out, "Sockets=8 CoresPerSocket=16 ThreadsPerCore=2") ||
+		!strings.Contains(stderr, `warning: numa_as_socket = "auto": the node line counts the 8 NUMA nodes as sockets`) ||
+		strings.Contains(stderr, "socket boundaries") {
+		t.Errorf("auto: exit %d\n%s%s", code, out, stderr)
 	}
-	out, stderr, _ := gres("--root", root, "--gpu-backend", "mock:dgxa100", "--numa-as-socket", "--format", "slurm")
-	if !strings.Contains(out, "Sockets=8 CoresPerSocket=16 ThreadsPerCore=2") || strings.Contains(stderr, "socket boundaries") {
+	out, _, _ = gres(base...)
+	if !strings.Contains(out, "# slurm.conf needs SlurmdParameters=numa_node_as_socket for this node\n") {
+		t.Errorf("auto: gres.conf does not say slurm.conf needs numa_node_as_socket:\n%s", out)
+	}
+	out, stderr, _ = gres(append(base, "--numa-as-socket", "--format", "slurm")...)
+	if !strings.Contains(out, "Sockets=8 CoresPerSocket=16 ThreadsPerCore=2") || strings.Contains(stderr, "socket boundaries") || strings.Contains(stderr, "auto") {
 		t.Errorf("--numa-as-socket: %q / %q", out, stderr)
+	}
+	noConf := filepath.Join(t.TempDir(), "false.toml")
+	os.WriteFile(noConf, []byte("[gres]\nnuma_as_socket = false\n"), 0o644)
+	for _, args := range [][]string{{"--numa-as-socket=false"}, {"--config", noConf}} {
+		out, stderr, _ := gres(append(append(base, args...), "--format", "slurm")...)
+		if !strings.Contains(out, "Sockets=2 CoresPerSocket=64") || strings.Contains(out, "numa_node_as_socket") ||
+			!strings.Contains(stderr, "socket boundaries") || !strings.Contains(stderr, "numa_node_as_socket") {
+			t.Errorf("%v: %q / %q", args, out, stderr)
+		}
+	}
+	// A node whose NUMA nodes are its sockets: auto changes nothing.
+	out, stderr, _ = gres("--root", testroot.Shared(t, "dgxh100"), "--gpu-backend", "mock:dgxh100", "--format", "slurm")
+	if strings.Contains(out, "numa_node_as_socket") || !strings.Contains(out, "Sockets=2 CoresPerSocket=56") || strings.Contains(stderr, "auto") {
+		t.Errorf("dgxh100: %q / %q", out, stderr)
 	}
 }
 

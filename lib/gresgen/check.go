@@ -31,6 +31,9 @@ func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []D
 		name = "gpu"
 	}
 	host := want.Node.NodeName
+	if !conf.Names(host) && len(conf.NodeNames()) > 0 {
+		return []Difference{{Msg: otherNodes(conf, host)}}
+	}
 	var diffs []Difference
 	if ad, err := conf.AutoDetectFor(host); err == nil && ad != "" && ad != "off" {
 		diffs = append(diffs, Difference{Msg: fmt.Sprintf("AutoDetect=%s: slurmd will also detect GPUs itself and may override these lines; use AutoDetect=off with a generated file", ad)})
@@ -87,6 +90,38 @@ func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []D
 		diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s is not a GPU device of this node", strings.Join(h.DeviceFiles(), ","))})
 	}
 	return diffs
+}
+
+// otherNodes explains a gres.conf none of whose lines is for this node, in
+// place of one "missing" line per GPU: the NodeName= values it has, the
+// name this node goes by, and the flag that picks another, with the name to
+// give it when the file names this node by its full (or short) name.
+func otherNodes(conf *slurm.GresConf, host string) string {
+	names := conf.NodeNames()
+	msg := fmt.Sprintf("no line of %s is for this node %q: its NodeName= values are %s", conf.File, host, joinMax(names, 5))
+	if alias := aliasOf(names, host); alias != "" {
+		return msg + fmt.Sprintf("; the file names it %q: run with --node-name %s", alias, alias)
+	}
+	return msg + "; run with --node-name NAME, NAME being what slurm.conf calls this node"
+}
+
+// aliasOf finds a name in the host lists that is host's full name
+// ("dgx01.example.com" for "dgx01") or its short one; "" when none is. Host
+// lists of over 10,000 names are not expanded.
+func aliasOf(hostlists []string, host string) string {
+	short, _, _ := strings.Cut(host, ".")
+	for _, expr := range hostlists {
+		hl, err := slurm.ParseHostlist(expr)
+		if err != nil || hl.Len() > 10000 {
+			continue
+		}
+		for _, n := range hl.Expand() {
+			if s, _, _ := strings.Cut(n, "."); s == short && n != host {
+				return n
+			}
+		}
+	}
+	return ""
 }
 
 // finding is one problem of one record, before records with the same

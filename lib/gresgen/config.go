@@ -7,17 +7,24 @@ import (
 	"gpuprep/lib/config"
 )
 
-// OptionsFromConfig takes the [gres] settings; the command-line
-// --numa-as-socket and --node-name win over them.
-func OptionsFromConfig(cfg *config.Config, numaAsSocket bool, nodeName string) Options {
-	opt := Options{NUMAAsSocket: numaAsSocket, NodeName: nodeName}
+// OptionsFromConfig takes the [gres] settings. numaFlag is --numa-as-socket
+// (True or False; "" when not given) and wins over [gres] numa_as_socket,
+// whose default is Auto; --node-name (nodeName) wins too.
+func OptionsFromConfig(cfg *config.Config, numaFlag config.Tristate, nodeName string) Options {
+	opt := Options{NodeName: nodeName}
+	mode := config.Auto
 	if cfg != nil {
 		opt.Name = cfg.Gres.Name
 		opt.TypeNames = cfg.Gres.TypeNames
-		if cfg.Gres.NUMAAsSocket == config.True {
-			opt.NUMAAsSocket = true
+		if cfg.Gres.NUMAAsSocket != "" {
+			mode = cfg.Gres.NUMAAsSocket
 		}
 	}
+	if numaFlag != "" {
+		mode = numaFlag
+	}
+	opt.NUMAAsSocket = mode == config.True
+	opt.NUMAAsSocketAuto = mode == config.Auto
 	return opt
 }
 

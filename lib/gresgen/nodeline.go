@@ -63,3 +63,26 @@ func (nl NodeLine) String() string {
 	}
 	return b.String()
 }
+
+// numaSmallerThanSockets says whether the node's CPU NUMA nodes split its
+// sockets (AMD NPS2/NPS4, Intel SNC): more of them than sockets, each within
+// one socket. Memory-only NUMA nodes (Grace Hopper's GPU memory) do not count.
+func numaSmallerThanSockets(node *topo.Node) bool {
+	numa := node.CPUNUMANodes()
+	if len(numa) <= len(node.Sockets) {
+		return false
+	}
+	for _, nd := range numa {
+		within := false
+		for _, s := range node.Sockets {
+			if nd.CPUs.Intersection(s.CPUs).Equal(nd.CPUs) {
+				within = true
+				break
+			}
+		}
+		if !within {
+			return false
+		}
+	}
+	return true
+}

@@ -16,6 +16,14 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 		opt.Name = "gpu"
 	}
 	res := &Result{}
+	if opt.NUMAAsSocketAuto && !opt.NUMAAsSocket && numaSmallerThanSockets(node) {
+		opt.NUMAAsSocket = true
+		res.Warnings = append(res.Warnings, Warning{
+			Msg: fmt.Sprintf(`numa_as_socket = "auto": the node line counts the %d NUMA nodes as sockets, as they are smaller than the %d sockets`,
+				len(node.CPUNUMANodes()), len(node.Sockets)),
+			Fix: "set SlurmdParameters=numa_node_as_socket in slurm.conf (slurmd then counts the same), or numa_as_socket = false in [gres] for real sockets",
+		})
+	}
 	gpus := append([]topo.GPU(nil), node.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
 

@@ -21,6 +21,11 @@ type Options struct {
 	// NUMAAsSocket counts NUMA nodes as sockets in the node line, for
 	// slurm.conf's SlurmdParameters=numa_node_as_socket.
 	NUMAAsSocket bool
+	// NUMAAsSocketAuto, when NUMAAsSocket is false, counts NUMA nodes as
+	// sockets where they are smaller than sockets (AMD NPS2/NPS4, Intel
+	// SNC): [gres] numa_as_socket = "auto". The result then warns that
+	// slurm.conf needs SlurmdParameters=numa_node_as_socket.
+	NUMAAsSocketAuto bool
 	// NodeName overrides the node's short hostname.
 	NodeName string
 }

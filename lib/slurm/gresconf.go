@@ -123,6 +123,31 @@ func (g *GresConf) ForNode(host string) []GresDevice {
 	return out
 }
 
+// NodeNames lists the distinct NodeName= values of the file's lines, as
+// written, in file order.
+func (g *GresConf) NodeNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range g.Lines {
+		if l.NodeName != "" && !seen[l.NodeName] {
+			seen[l.NodeName] = true
+			out = append(out, l.NodeName)
+		}
+	}
+	return out
+}
+
+// Names says whether any line is for the node named host: a line without
+// NodeName=, or one whose NodeName= host list contains host.
+func (g *GresConf) Names(host string) bool {
+	for _, l := range g.Lines {
+		if l.AppliesTo(host) {
+			return true
+		}
+	}
+	return false
+}
+
 // Devices expands the line into its records regardless of NodeName.
 func (l GresLine) Devices() []GresDevice {
 	base := GresDevice{

@@ -65,7 +65,12 @@ func TestGeneratedGresAcceptedBySlurm(t *testing.T) {
 			}
 			gresHere := strings.ReplaceAll(gres, "/dev/", devDir+"/")
 
-			c := slurmharness.Start(t, slurmharness.Options{NodeLine: firstNonComment(nodeLine), GresConf: gresHere})
+			opts := slurmharness.Options{NodeLine: firstNonComment(nodeLine), GresConf: gresHere}
+			if strings.Contains(nodeLine, "needs SlurmdParameters=numa_node_as_socket") {
+				// numa_as_socket = "auto" on an NPS4 node: do as the comment says.
+				opts.SlurmdParameters = []string{"numa_node_as_socket"}
+			}
+			c := slurmharness.Start(t, opts)
 			out, err := c.SlurmdG()
 			if err != nil {
 				t.Fatalf("slurmd -G: %v\n%s", err, out)
