@@ -9,10 +9,12 @@ import (
 	"time"
 )
 
-// TestDeepNestingRefusedFast: thousands of nested inline tables or arrays
-// are refused before the TOML decoder sees them (which took 43 s for 8,000
-// tables), with one line naming the file and the line.
-func TestDeepNestingRefusedFast(t *testing.T) {
+// TestDeepNestingRefusedBeforeDecoding: thousands of nested inline tables
+// or arrays are refused by the pre-scan, before the TOML decoder sees them
+// (it took 43 s for 8,000 tables, outside the hooks' deadline), with one
+// line naming the file and the line. The message is the pre-scan's own, so
+// the test tells which refused the file without timing it.
+func TestDeepNestingRefusedBeforeDecoding(t *testing.T) {
 	n := 8000
 	tables := "[gres]\nname = " + strings.Repeat("{a = ", n) + "1" + strings.Repeat("}", n) + "\n"
 	arrays := "# [[[[ in a comment\n[general]\nx = \"[[[[[\"\ny = '''\n[[[[\n'''\nz = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n"
@@ -20,11 +22,7 @@ func TestDeepNestingRefusedFast(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), name+".toml")
 			os.WriteFile(p, []byte(src), 0o644)
-			start := time.Now()
 			_, err := Load(p)
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v", d)
-			}
 			line := "2"
 			if name == "arrays" {
 				line = "7"
