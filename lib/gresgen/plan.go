@@ -15,7 +15,7 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 	if opt.Name == "" {
 		opt.Name = "gpu"
 	}
-	res := &Result{}
+	res := &Result{nodeNameLines: opt.NodeNameLines}
 	gpus := append([]topo.GPU(nil), node.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
 

@@ -19,6 +19,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/hook"
+	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -81,7 +82,7 @@ func command(op string, e cli.Env) int {
 				return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 			}
 		}
-		fmt.Fprintf(stdout, "%s: %s is valid (%d profiles)\n", prog, cfg.File, len(cfg.Profiles))
+		fmt.Fprintf(stdout, "%s: %s is valid (%s)\n", prog, cfg.File, plural.Count(len(cfg.Profiles), "profile", "profiles"))
 		return cli.ExitOK
 	}
 	deadline := cfg.General.Deadline
