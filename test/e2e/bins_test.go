@@ -18,6 +18,15 @@ var (
 	binsErr  error
 )
 
+// TestMain removes the programs bin built (some 32 MB) when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binsDir != "" {
+		os.RemoveAll(binsDir)
+	}
+	os.Exit(code)
+}
+
 // bin builds gpuprep's programs once per test run and returns the path of
 // one (gpuprep-gres, gpuprep-prolog, gpuprep-epilog, srunwrap).
 func bin(t *testing.T, name string) string {
@@ -74,6 +83,26 @@ func runBin(t *testing.T, name string, args ...string) (string, string, int) {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// Every program prints its usage on stdout and exits 0 for -h and --help;
+// a bad flag is one line on stderr and exit 2.
+func TestBinsHelp(t *testing.T) {
+	for _, name := range []string{"gpuprep-gres", "gpuprep-prolog", "gpuprep-epilog", "srunwrap"} {
+		for _, arg := range []string{"-h", "--help"} {
+			out, stderr, code := runBin(t, name, arg)
+			if code != 0 || !strings.HasPrefix(out, "usage: "+name) || !strings.Contains(out, "--version") || stderr != "" {
+				t.Errorf("%s %s: exit %d stdout %q stderr %q", name, arg, code, out, stderr)
+			}
+		}
+		if name == "srunwrap" {
+			continue // it passes unknown flags to the task
+		}
+		out, stderr, code := runBin(t, name, "--no-such-flag")
+		if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s --no-such-flag: exit %d stdout %q stderr %q", name, code, out, stderr)
+		}
+	}
 }
 
 // A production build (no -tags gpuprep_mock, as make build and make install
