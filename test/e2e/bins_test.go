@@ -145,3 +145,25 @@ func TestProductionBinariesHoldNoMock(t *testing.T) {
 		t.Errorf("production gres with a mock backend: %v\n%s", err, out)
 	}
 }
+
+// examples/demo.sh (make demo) runs on the simulated node and prints no
+// colour when its output is not a terminal, nor with NO_COLOR set.
+func TestBinsDemoPlain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo")
+	}
+	root, err := testroot.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(bin(t, "gpuprep-gres"))
+	cmd := exec.Command("bash", filepath.Join(root, "examples", "demo.sh"))
+	cmd.Env = append(os.Environ(), "BIN="+dir, "TERM=xterm")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "== Whoever is on call") || strings.Contains(string(out), "\x1b") {
+		t.Errorf("demo.sh output piped: no headings, or colour:\n%s", out)
+	}
+}
