@@ -13,7 +13,12 @@ trap 'rm -rf "$root"' EXIT
 tar xzf "test/roots/$node.tar.gz" -C "$root"
 gres=("$bin"/gpuprep-gres --root "$root" --gpu-backend "$backend")
 
-step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "$2"; }
+# Bold headings only on a terminal, and never with NO_COLOR set (no-color.org).
+bold='' plain=''
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ] && [ "${TERM:-dumb}" != dumb ]; then
+  bold=$'\033[1m' plain=$'\033[0m'
+fi
+step() { printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "$2"; }
 
 step "The simulated node: GPUs, NUMA nodes, Slurm cores, nearest NICs, NVLinks" \
   "gpuprep-gres --format table"

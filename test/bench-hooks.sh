@@ -12,6 +12,6 @@ trap 'rm -rf "$root"' EXIT
 tar xzf test/roots/dgxh100.tar.gz -C "$root"
 python3 test/hookbench.py "$root" "${RUNS:-40}" "${BIN:-bin/sim}"
 if [ "$(id -u)" = 0 ]; then
-  bash test/install-deps.sh >/dev/null
+  bash test/install-deps.sh # says what it installs, if anything
   CGO_CFLAGS=-Wno-deprecated-declarations go test -count=1 -tags bench -run TestSrunOverhead -v ./test/e2e 2>&1 | grep -E 'gpuprep adds|FAIL|ok'
 fi

@@ -4,14 +4,19 @@
 # Results go to stdout; docs/BENCHMARKS.md records them with the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v hyperfine >/dev/null; then
+# hyperfine and GNU time (/usr/bin/time): installed with apt-get when root,
+# saying so; otherwise the command to run.
+need=()
+command -v hyperfine >/dev/null || need+=(hyperfine)
+[ -x /usr/bin/time ] || need+=(time)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q hyperfine time >/dev/null
+    echo "bench: installing Debian packages ${need[*]} (apt-get install ${need[*]}; remove them with apt-get remove ${need[*]})" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
   else
-    echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 1
+    echo "bench: missing ${need[*]}: run apt-get install ${need[*]} as root" >&2; exit 1
   fi
 fi
-[ -x /usr/bin/time ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null
 root=$(mktemp -d /tmp/gpuprep-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 tar xzf test/roots/dgxh100.tar.gz -C "$root"

@@ -6,7 +6,9 @@
 # While apt runs, /usr/sbin/policy-rc.d (exit 101) keeps the packages' init
 # scripts from starting system daemons; it is removed afterwards if this
 # script created it. The tests start their own private daemons
-# (test/slurmharness).
+# (test/slurmharness), so afterwards the services the packages enabled at
+# boot (slurmctld, slurmd, munge) are disabled again, for the packages this
+# script installed only: a node that already ran them keeps its setup.
 set -eu
 
 have() {
@@ -32,6 +34,14 @@ if ! command -v apt-get >/dev/null 2>&1; then
 	exit 1
 fi
 
+# Which of the daemons' packages were there before (their boot setup is the
+# site's, left alone).
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+new_services=""
+for svc in slurmctld slurmd munge; do
+	installed "$svc" || new_services="$new_services $svc"
+done
+
 policy=/usr/sbin/policy-rc.d
 if [ ! -e "$policy" ] && [ ! -L "$policy" ]; then
 	printf '#!/bin/sh\n# written by gpuprep test/install-deps.sh while installing packages\nexit 101\n' >"$policy"
@@ -53,3 +63,14 @@ if [ -n "$still" ]; then
 	exit 1
 fi
 echo "install-deps: installed slurm-wlm munge hwloc strace"
+
+# Debian's postinst enables the daemons at boot even when policy-rc.d kept
+# them from starting now: undo that for what this script installed.
+for svc in $new_services; do
+	if command -v systemctl >/dev/null 2>&1; then
+		systemctl disable --quiet "$svc" 2>/dev/null || true
+	elif command -v update-rc.d >/dev/null 2>&1; then
+		update-rc.d "$svc" disable >/dev/null 2>&1 || true
+	fi
+done
+[ -z "$new_services" ] || echo "install-deps: disabled at boot (the tests run their own daemons):$new_services"

@@ -62,21 +62,30 @@ func (c *Common) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 }
 
-// NewFlagSet returns a flag set whose usage text starts with synopsis.
-func NewFlagSet(prog, synopsis string, out io.Writer) *pflag.FlagSet {
+// NewFlagSet returns a flag set whose usage text starts with synopsis;
+// errors go to errOut (stderr), the usage asked for with -h or --help to
+// Parse's stdout.
+func NewFlagSet(prog, synopsis string, errOut io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(errOut)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(out, "%s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
 	}
 	return fs
 }
 
 // Parse parses args; it returns done=true with the exit code when the
-// program should stop now (-h, --version, a bad flag).
+// program should stop now: -h or --help (the usage on stdout, exit 0),
+// --version (stdout, exit 0), a bad flag (stderr, exit 2).
 func Parse(fs *pflag.FlagSet, c *Common, args []string, stdout io.Writer) (done bool, code int) {
-	if err := fs.Parse(args); err != nil {
+	errOut := fs.Output()
+	// With ContinueOnError pflag writes to its output only the usage
+	// asked for with -h or --help: that goes to stdout.
+	fs.SetOutput(stdout)
+	err := fs.Parse(args)
+	fs.SetOutput(errOut)
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return true, ExitOK
 		}

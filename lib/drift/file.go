@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuprep/lib/plural"
 	"gpuprep/lib/state"
 )
 
@@ -113,7 +114,7 @@ func (s Skipped) String() string {
 	}
 	parts := []string{}
 	if s.Garbage > 0 {
-		parts = append(parts, fmt.Sprintf("%d unreadable line(s)", s.Garbage))
+		parts = append(parts, plural.Count(s.Garbage, "unreadable line", "unreadable lines"))
 	}
 	if s.Torn > 0 {
 		parts = append(parts, "a torn last line")
@@ -122,7 +123,7 @@ func (s Skipped) String() string {
 	for i, n := range s.Lines {
 		nums[i] = fmt.Sprint(n)
 	}
-	return fmt.Sprintf("skipped %s in %s (line %s)", strings.Join(parts, " and "), FileName, strings.Join(nums, ", "))
+	return fmt.Sprintf("skipped %s in %s (%s %s)", strings.Join(parts, " and "), FileName, plural.Word(len(nums), "line", "lines"), strings.Join(nums, ", "))
 }
 
 func (s *Skipped) add(line int, torn bool) {

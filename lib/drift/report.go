@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+
+	"gpuprep/lib/plural"
 )
 
 // RecentLimit is how many records WriteReport lists after the summary.
@@ -31,7 +33,8 @@ func WriteReport(w io.Writer, recs []Record) error {
 		nodes[r.Node] = true
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SUMMARY: %d record(s), %d knob/scope pair(s), %d node(s)\n", len(recs), len(groups), len(nodes))
+	fmt.Fprintf(tw, "SUMMARY: %s, %s, %s\n", plural.Count(len(recs), "record", "records"),
+		plural.Count(len(groups), "knob/scope pair", "knob/scope pairs"), plural.Count(len(nodes), "node", "nodes"))
 	fmt.Fprintln(tw, "KNOB\tSCOPE\tKIND\tCOUNT\tLAST SEEN\tNODES")
 	for _, g := range groups {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", show(g.Knob), show(g.Scope), show(g.Kind),

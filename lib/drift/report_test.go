@@ -28,7 +28,7 @@ func TestWriteReport(t *testing.T) {
 	out := b.String()
 	t.Log("\n" + out)
 	lines := strings.Split(out, "\n")
-	if !strings.HasPrefix(lines[0], "SUMMARY: 5 record(s), 3 knob/scope pair(s), 4 node(s)") {
+	if !strings.HasPrefix(lines[0], "SUMMARY: 5 records, 3 knob/scope pairs, 4 nodes") {
 		t.Fatalf("first line %q", lines[0])
 	}
 	// The most frequent first, with the nodes compacted.
@@ -98,5 +98,24 @@ func TestWriteReportJSON(t *testing.T) {
 	WriteReportJSON(&b, nil)
 	if strings.Contains(b.String(), "null") {
 		t.Fatalf("empty report has nulls: %s", b.String())
+	}
+}
+
+// Counts agree with their nouns: "1 record", not "1 record(s)".
+func TestReportPlurals(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteReport(&b, history()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if first := strings.SplitN(b.String(), "\n", 2)[0]; first != "SUMMARY: 1 record, 1 knob/scope pair, 1 node" {
+		t.Errorf("first line %q", first)
+	}
+	for s, want := range map[string]Skipped{
+		"skipped 1 unreadable line in " + FileName + " (line 3)":                              {Garbage: 1, Lines: []int{3}},
+		"skipped 2 unreadable lines and a torn last line in " + FileName + " (lines 3, 4, 9)": {Garbage: 2, Torn: 1, Lines: []int{3, 4, 9}},
+	} {
+		if got := want.String(); got != s {
+			t.Errorf("Skipped %+v: %q, want %q", want, got, s)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
+	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
@@ -38,12 +39,13 @@ func Main(e cli.Env) int {
 	stdout, stderr := e.Stdout, e.Stderr
 	var c cli.Common
 	var format, check, nodeName string
-	var numaAsSocket bool
+	var numaAsSocket, nodeNameLines bool
 	fs := cli.NewFlagSet(prog, synopsis, stderr)
 	fs.StringVar(&format, "format", "gres", "gres|slurm|table|json")
 	fs.StringVar(&check, "check", "", "compare this gres.conf with the hardware (exit 1 on mismatch)")
 	fs.StringVar(&nodeName, "node-name", "", "NodeName to use (default: the short hostname)")
 	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket); default: [gres] numa_as_socket, \"auto\": when NUMA nodes split sockets")
+	fs.BoolVar(&nodeNameLines, "node-name-lines", false, "start every gres.conf line with NodeName=<node> (a gres.conf shared by several nodes, or configless Slurm)")
 	c.Register(fs)
 	if done, code := cli.Parse(fs, &c, e.Args, stdout); done {
 		return code
@@ -95,6 +97,7 @@ func Main(e cli.Env) int {
 		}
 	}
 	opt := gresgen.OptionsFromConfig(cfg, numaFlag, nodeName)
+	opt.NodeNameLines = nodeNameLines
 	res, err := gresgen.Plan(node, opt)
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
@@ -133,11 +136,7 @@ func report(w io.Writer, file string, diffs []gresgen.Difference, asJSON bool) i
 	} else if len(diffs) == 0 {
 		fmt.Fprintf(w, "%s matches the hardware\n", file)
 	} else {
-		ways := "ways"
-		if len(diffs) == 1 {
-			ways = "way"
-		}
-		fmt.Fprintf(w, "%s differs from the hardware in %d %s:\n", file, len(diffs), ways)
+		fmt.Fprintf(w, "%s differs from the hardware in %s:\n", file, plural.Count(len(diffs), "way", "ways"))
 		for _, d := range diffs {
 			fmt.Fprintf(w, "  %s\n", d)
 		}

@@ -68,7 +68,7 @@ func TestGresExitCodes(t *testing.T) {
 		inStderr string
 		inStdout string
 	}{
-		{"help", []string{"-h"}, 0, "usage: gpuprep-gres", ""},
+		{"help", []string{"-h"}, 0, "", "usage: gpuprep-gres"},
 		{"version", []string{"--version"}, 0, "", "gpuprep-gres "},
 		{"bad format", []string{"--format", "xml"}, 2, `--format "xml"`, ""},
 		{"bad flag", []string{"--nope"}, 2, "unknown flag", ""},

@@ -15,7 +15,7 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 	if opt.Name == "" {
 		opt.Name = "gpu"
 	}
-	res := &Result{}
+	res := &Result{nodeNameLines: opt.NodeNameLines}
 	if opt.NUMAAsSocketAuto && !opt.NUMAAsSocket && numaSmallerThanSockets(node) {
 		opt.NUMAAsSocket = true
 		res.Warnings = append(res.Warnings, Warning{

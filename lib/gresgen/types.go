@@ -28,6 +28,9 @@ type Options struct {
 	NUMAAsSocketAuto bool
 	// NodeName overrides the node's short hostname.
 	NodeName string
+	// NodeNameLines starts every gres.conf line with NodeName=<node>, for
+	// a gres.conf several nodes share (configless Slurm).
+	NodeNameLines bool
 }
 
 // Device is one gres.conf record: a whole GPU or a MIG device.
@@ -99,4 +102,6 @@ type Result struct {
 	// NeedsNUMAAsSocket is set when the node line counts NUMA nodes as
 	// sockets, which slurm.conf must be told.
 	NeedsNUMAAsSocket bool `json:"needs_numa_node_as_socket"`
+
+	nodeNameLines bool // Options.NodeNameLines, for WriteGres
 }

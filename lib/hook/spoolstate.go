@@ -9,6 +9,7 @@ import (
 	"gpuprep/lib/host"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
+	"gpuprep/lib/plural"
 )
 
 // spoolState is the spool as one run sees it under the node lock: node.json
@@ -159,7 +160,7 @@ func (s *spoolState) dropBootStale(o *Options, out *Outcome) error {
 		}
 		s.node = NodeFile{BootID: s.bootID, Baseline: map[string]knob.Value{}, History: hist}
 		s.rebooted, s.dirty = false, true
-		out.Warnings = append(out.Warnings, fmt.Sprintf("node rebooted: baseline of boot %s moved to history (%d differences); recording it anew", hist[len(hist)-1].BootID, len(diffs)))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("node rebooted: baseline of boot %s moved to history (%s); recording it anew", hist[len(hist)-1].BootID, plural.Count(len(diffs), "difference", "differences")))
 	}
 	if len(s.bootStale) == 0 && !s.dirty {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/hook"
+	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -57,7 +58,7 @@ func command(op string, e cli.Env) int {
 	fs := cli.NewFlagSet(prog, usage(op), stderr)
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan and write nothing (no spool, lock, metrics, log file or syslog)")
 	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and exit 0 (valid) or 2")
 	fs.StringVar(&f.jobID, "job-id", "", "job id (default SLURM_JOB_ID)")
 	fs.StringVar(&f.jobUser, "job-user", "", "job user (default SLURM_JOB_USER)")
@@ -81,7 +82,7 @@ func command(op string, e cli.Env) int {
 				return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 			}
 		}
-		fmt.Fprintf(stdout, "%s: %s is valid (%d profiles)\n", prog, cfg.File, len(cfg.Profiles))
+		fmt.Fprintf(stdout, "%s: %s is valid (%s)\n", prog, cfg.File, plural.Count(len(cfg.Profiles), "profile", "profiles"))
 		return cli.ExitOK
 	}
 	deadline := cfg.General.Deadline
@@ -111,17 +112,36 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 	if f.common.LogLevel == "debug" || (f.common.LogLevel == "" && strings.EqualFold(cfg.General.LogLevel, "debug")) {
 		level = slog.LevelDebug
 	}
+	// Under slurmd stderr is the drain reason: only cli.Fail's line goes
+	// there. A dry run or a report writes nothing, the log file and syslog
+	// included.
 	underSlurm := getenv("SLURM_SCRIPT_CONTEXT") != ""
-	log, closeLog := cli.SinkLogger(prog, cfg.General.LogFile, level, underSlurm, stderr)
-	defer closeLog()
+	readOnly := f.dryRun || f.report
+	logFile := cfg.General.LogFile
+	if readOnly {
+		logFile = ""
+	}
+	logs := cli.SinkLogger(prog, logFile, level, underSlurm, readOnly, stderr)
+	defer logs.Close()
+	// fail logs a failure to the log file and syslog only, and prints it as
+	// the one stderr line: once on a terminal, the reason under slurmd.
+	dlog := logs.Daemon
+	fail := func(code int, err error, attrs ...any) int {
+		dlog.Error(op+" failed", append([]any{"err", err}, attrs...)...)
+		return cli.Fail(stderr, prog, code, err)
+	}
 
 	dir := f.stateDir
 	if dir == "" {
 		dir = cfg.General.StateDir
 	}
-	sp, err := state.Open(dir)
+	open := state.Open
+	if readOnly {
+		open = state.OpenReadOnly // creates nothing; an absent spool is empty
+	}
+	sp, err := open(dir)
 	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("state dir: %w", err))
+		return fail(cli.ExitMismatch, fmt.Errorf("state dir: %w", err))
 	}
 	defer sp.Close()
 	if f.report {
@@ -130,11 +150,12 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 	job, err := jobFromEnvAndFlags(getenv, f)
 	if err != nil {
 		// Odd Slurm env is bad input, never a node problem.
-		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+		return fail(cli.ExitBadInput, err)
 	}
+	dlog = dlog.With("job", job.ID)
 	backend, err := f.common.OpenGPU(cfg)
 	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+		return fail(cli.ExitBadInput, err)
 	}
 	// No backend.Close(): nvmlShutdown costs 4.5 ms on the 2x H200 node and
 	// process exit frees NVML anyway.
@@ -143,13 +164,13 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: log.With("job", job.ID), Started: started}
+	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started}
 	var out *hook.Outcome
 	var runErr error
 	if !f.dryRun {
 		unlock, err := sp.Lock(ctx)
 		if err != nil {
-			return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
+			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
 		}
 		defer unlock()
 	}
@@ -169,9 +190,15 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 		code := cli.ExitBadInput
 		if hook.IsNodeError(runErr) {
 			code = cli.ExitMismatch
-			maybeDrain(cfg, node, prog+": "+runErr.Error(), o.Log)
+			if !f.dryRun {
+				maybeDrain(cfg, node, prog+": "+runErr.Error(), o.Log)
+			}
 		}
-		return cli.Fail(stderr, prog, code, runErr)
+		var attrs []any
+		if out != nil {
+			attrs = []any{"profile", out.Profile}
+		}
+		return fail(code, runErr, attrs...)
 	}
 	return cli.ExitOK
 }

@@ -106,3 +106,75 @@ func TestMainMetricsAndReport(t *testing.T) {
 		t.Errorf("--report --json: %d\n%s", code, out)
 	}
 }
+
+// A dry run writes nothing: no spool (not even its folder or lock file), no
+// log file, no metrics, even on a node whose spool never existed.
+func TestDryRunWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	root := testroot.Shared(t, "h200x2")
+	metrics := filepath.Join(dir, "textfile")
+	os.Mkdir(metrics, 0o755)
+	logFile := filepath.Join(dir, "log", "gpuprep.log")
+	os.Mkdir(filepath.Dir(logFile), 0o755)
+	cfg := filepath.Join(dir, "g.toml")
+	os.WriteFile(cfg, []byte("[general]\nlog_level = \"debug\"\nlog_file = \""+logFile+"\"\nmetrics_dir = \""+metrics+"\"\n[profiles.default]\nvm_swappiness = 10\n"), 0o644)
+	spool := filepath.Join(dir, "var", "lib", "gpuprep")
+	env := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "carol"}
+	for _, op := range []string{"prolog", "epilog"} {
+		code, out, stderr := mainRun(op, env, "--root", root, "--gpu-backend", "procfs", "--config", cfg, "--state-dir", spool, "--dry-run")
+		if code != 0 || !strings.Contains(out, "dry run") {
+			t.Fatalf("%s --dry-run: %d\n%s\n%s", op, code, out, stderr)
+		}
+	}
+	code, out, stderr := mainRun("epilog", nil, "--config", cfg, "--state-dir", spool, "--report")
+	if code != 0 || !strings.Contains(out, "no drift recorded") {
+		t.Errorf("--report on an absent spool: %d %q %q", code, out, stderr)
+	}
+	for _, p := range []string{filepath.Join(dir, "var"), logFile} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("the dry run created %s (%v)", p, err)
+		}
+	}
+	if ents, _ := os.ReadDir(metrics); len(ents) != 0 {
+		t.Errorf("the dry run wrote metrics: %v", ents)
+	}
+}
+
+// A failing hook prints its error once: by hand on the terminal (the log
+// line on stderr is not repeated), and under slurmd as the one stderr line,
+// the drain reason.
+func TestFailurePrintedOnce(t *testing.T) {
+	dir := t.TempDir()
+	root := testroot.Shared(t, "h200x2")
+	cfg := filepath.Join(dir, "g.toml")
+	os.WriteFile(cfg, []byte("[general]\nlog_level = \"info\"\nlog_file = \"\"\nmetrics_dir = \"\"\n"), 0o644)
+	args := []string{"--root", root, "--gpu-backend", "procfs", "--config", cfg, "--state-dir", filepath.Join(dir, "spool")}
+	const msg = "names GPU 9"
+	env := map[string]string{"SLURM_JOB_ID": "5", "SLURM_JOB_GPUS": "9"}
+	code, _, stderr := mainRun("prolog", env, args...)
+	if code == 0 || strings.Count(stderr, msg) != 1 || !strings.Contains(stderr, "gpuprep-prolog: ") {
+		t.Errorf("by hand: exit %d, stderr should name the error once:\n%s", code, stderr)
+	}
+	env["SLURM_SCRIPT_CONTEXT"] = "prolog_slurmd"
+	code, _, stderr = mainRun("prolog", env, args...)
+	if code == 0 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "gpuprep-prolog: ") || !strings.Contains(stderr, msg) {
+		t.Errorf("under slurmd: exit %d, stderr should be the one reason line:\n%s", code, stderr)
+	}
+}
+
+// -h and --help print the usage on stdout and exit 0; a bad flag is one
+// line on stderr and exit 2.
+func TestHelp(t *testing.T) {
+	for _, op := range []string{"prolog", "epilog"} {
+		for _, arg := range []string{"-h", "--help"} {
+			code, out, stderr := mainRun(op, nil, arg)
+			if code != 0 || !strings.HasPrefix(out, "usage: gpuprep-"+op) || !strings.Contains(out, "--dry-run") || stderr != "" {
+				t.Errorf("%s %s: exit %d stdout %q stderr %q", op, arg, code, out, stderr)
+			}
+		}
+		code, out, stderr := mainRun(op, nil, "--bogus")
+		if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s --bogus: exit %d stdout %q stderr %q", op, code, out, stderr)
+		}
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // logOutcome logs what a run did: warnings, skipped knobs, drift, and one
-// line for the run.
+// line for a run that succeeded (a failure is logged where it is printed:
+// run's fail).
 func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
 	if out == nil {
 		return
@@ -37,7 +38,6 @@ func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
 		verb = "would change"
 	}
 	if err != nil {
-		log.Error(out.Op+" failed", "err", err, "profile", out.Profile)
 		return
 	}
 	log.Info(out.Op+" done", "profile", out.Profile, verb, out.Summary())

@@ -3,6 +3,8 @@ package slurm
 import (
 	"fmt"
 	"strings"
+
+	"gpuprep/lib/plural"
 )
 
 // gresKeys are the keys a Name= or NodeName= line may hold after its first
@@ -264,7 +266,7 @@ func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
 			if l.MultipleFiles != nil {
 				return l, fmt.Sprintf("Count=%d on a MultipleFiles= line, which is one device", n)
 			}
-			return l, fmt.Sprintf("Count=%d does not match the %d files of File=", n, len(l.Files))
+			return l, fmt.Sprintf("Count=%d does not match the %s of File=", n, plural.Count(len(l.Files), "file", "files"))
 		}
 		if shared && len(l.Files) > 1 && n%uint64(len(l.Files)) != 0 {
 			p.warn("Count=%d is not a multiple of the %d files; each file gets %d", n, len(l.Files), n/uint64(len(l.Files)))

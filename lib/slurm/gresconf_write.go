@@ -23,6 +23,26 @@ import (
 // ',' or white space, Links= on a device with several files, HasCores with
 // no cores). ParseGresConf(FormatGresConf(devs)).ForNode(any) == devs.
 func FormatGresConf(w io.Writer, header []string, autoDetect string, devs []GresDevice) error {
+	return formatGresConf(w, header, autoDetect, "", devs)
+}
+
+// FormatGresConfFor is FormatGresConf for a gres.conf that several nodes
+// share (a common file, or configless Slurm, where slurmctld serves one
+// gres.conf to every node): every line starts with NodeName=<node>, the
+// AutoDetect= line too ("NodeName=<node> AutoDetect=off", which sets it for
+// those nodes only), so the files of several nodes can be concatenated.
+// node is a host name or a hostlist expression ("gpu[01-04]").
+func FormatGresConfFor(w io.Writer, header []string, autoDetect, node string, devs []GresDevice) error {
+	if node == "" || strings.ContainsAny(node, "#\\\"= \t\r\n\v\f\x00") {
+		return fmt.Errorf("NodeName %s: want a host name or hostlist expression", quote(node))
+	}
+	if _, err := ParseHostlist(node); err != nil {
+		return fmt.Errorf("NodeName %s: %v", quote(node), err)
+	}
+	return formatGresConf(w, header, autoDetect, node, devs)
+}
+
+func formatGresConf(w io.Writer, header []string, autoDetect, node string, devs []GresDevice) error {
 	if autoDetect != "" {
 		if _, err := parseAutoDetect(autoDetect); err != "" {
 			return errors.New(err)
@@ -44,11 +64,15 @@ func FormatGresConf(w io.Writer, header []string, autoDetect string, devs []Gres
 			}
 		}
 	}
+	prefix := ""
+	if node != "" {
+		prefix = "NodeName=" + node + " "
+	}
 	if autoDetect != "" {
-		bw.WriteString("AutoDetect=" + strings.ToLower(autoDetect) + "\n")
+		bw.WriteString(prefix + "AutoDetect=" + strings.ToLower(autoDetect) + "\n")
 	}
 	for _, d := range devs {
-		bw.WriteString(formatDevice(d))
+		bw.WriteString(prefix + formatDevice(d))
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()

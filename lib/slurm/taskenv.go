@@ -3,6 +3,8 @@ package slurm
 import (
 	"fmt"
 	"strconv"
+
+	"gpuprep/lib/plural"
 )
 
 // Task is what one task of `srun` learns from its environment (Slurm
@@ -98,11 +100,11 @@ func TaskFromEnv(getenv func(string) string) (Task, error) {
 	if t.TasksPerNode != nil {
 		if t.NodeID >= len(t.TasksPerNode) {
 			return Task{}, &EnvError{Var: "SLURM_NODEID", Value: getenv("SLURM_NODEID"),
-				Msg: fmt.Sprintf("beyond the %d nodes of %s=%s", len(t.TasksPerNode), tpnVar, quote(tpn))}
+				Msg: fmt.Sprintf("beyond the %s of %s=%s", plural.Count(len(t.TasksPerNode), "node", "nodes"), tpnVar, quote(tpn))}
 		}
 		if n := t.TasksPerNode[t.NodeID]; t.LocalID >= n {
 			return Task{}, &EnvError{Var: "SLURM_LOCALID", Value: getenv("SLURM_LOCALID"),
-				Msg: fmt.Sprintf("not below this node's %d tasks (%s=%s)", n, tpnVar, quote(tpn))}
+				Msg: fmt.Sprintf("not below this node's %s (%s=%s)", plural.Count(n, "task", "tasks"), tpnVar, quote(tpn))}
 		}
 	}
 	return t, nil

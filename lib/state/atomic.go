@@ -133,6 +133,9 @@ func WriteFileAtomic(dir, name string, data []byte, perm os.FileMode) error {
 // mid-write (".<name>.tmp-<pid>" whose pid is gone), and returns their names.
 // Call it under Lock; a live writer's file is never touched.
 func (s *Spool) Sweep() ([]string, error) {
+	if err := s.writable("sweep", "."); err != nil {
+		return nil, err
+	}
 	names, err := s.readNames()
 	if err != nil {
 		return nil, err

@@ -54,6 +54,9 @@ func (s *Spool) WriteJSON(name string, v any) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	if err := s.writable("write", name); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write %s: encode: %w", s.path(name), err)
@@ -65,6 +68,9 @@ func (s *Spool) WriteJSON(name string, v any) error {
 // without blocking on a FIFO, and checks that it is a regular file. A missing
 // file is an error wrapping os.ErrNotExist.
 func (s *Spool) openRead(name string) (*os.File, error) {
+	if s.fd < 0 {
+		return nil, fmt.Errorf("read %s: %w", s.path(name), os.ErrNotExist)
+	}
 	fd, err := unix.Openat(s.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):

@@ -32,6 +32,9 @@ func (s *Spool) AppendLines(name string, lines [][]byte) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	if err := s.writable("append", name); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	for _, l := range lines {
 		if bytes.ContainsAny(l, "\n") {
@@ -127,6 +130,9 @@ func (s *Spool) Remove(name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	if err := s.writable("remove", name); err != nil {
+		return err
+	}
 	if err := unix.Unlinkat(s.fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove %s: %w", s.path(name), err)
 	}
@@ -140,6 +146,9 @@ func (s *Spool) Rename(from, to string) error {
 		if err := checkName(n); err != nil {
 			return err
 		}
+	}
+	if err := s.writable("rename", from); err != nil {
+		return err
 	}
 	if err := unix.Renameat(s.fd, from, s.fd, to); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", s.path(from), to, err)
@@ -168,6 +177,9 @@ func (s *Spool) List(prefix string) ([]string, error) {
 // readNames lists every entry of the spool through a fresh descriptor of the
 // directory we hold (not its path).
 func (s *Spool) readNames() ([]string, error) {
+	if s.fd < 0 {
+		return nil, nil
+	}
 	fd, err := unix.Openat(s.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.dir, err)

@@ -23,6 +23,9 @@ import (
 // clears the holder line and releases the lock; calling it again does nothing.
 func (s *Spool) Lock(ctx context.Context) (unlock func() error, err error) {
 	lockPath := s.path(LockName)
+	if err := s.writable("lock", LockName); err != nil {
+		return nil, err
+	}
 	fd, err := unix.Openat(s.fd, LockName, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	switch {
 	case errors.Is(err, unix.ELOOP):

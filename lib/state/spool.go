@@ -25,9 +25,10 @@ const LockName = "lock"
 // directory descriptor taken at Open, so renaming or swapping the directory
 // (or any folder above it) afterwards cannot redirect a write.
 type Spool struct {
-	dir  string
-	fd   int
-	once sync.Once
+	dir      string
+	fd       int  // -1: a read-only spool whose directory does not exist
+	readOnly bool // OpenReadOnly: every write fails
+	once     sync.Once
 }
 
 // Open opens the spool at dir, creating it (mode 0700, missing parents 0755)
@@ -37,12 +38,25 @@ type Spool struct {
 // other than root or the effective uid could rename it out of: one owned by
 // another user, or writable by group or others without the sticky bit
 // (/tmp, 1777, is fine: nobody else can rename our entry there).
-func Open(dir string) (*Spool, error) {
+func Open(dir string) (*Spool, error) { return open(dir, false) }
+
+// OpenReadOnly opens the spool at dir for reading only, for a dry run or a
+// report: it creates nothing, and every write through it (WriteJSON,
+// AppendLine(s), Remove, Rename, Sweep, Lock) fails naming the file. A dir
+// that does not exist is an empty spool. A dir that exists gets Open's
+// checks.
+func OpenReadOnly(dir string) (*Spool, error) { return open(dir, true) }
+
+func open(dir string, readOnly bool) (*Spool, error) {
 	if dir == "" {
 		return nil, errors.New("state dir: empty path")
 	}
 	dir = filepath.Clean(dir)
-	if err := create(dir); err != nil {
+	if readOnly {
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			return &Spool{dir: dir, fd: -1, readOnly: true}, nil
+		}
+	} else if err := create(dir); err != nil {
 		return nil, err
 	}
 	fi, err := os.Lstat(dir)
@@ -67,7 +81,7 @@ func Open(dir string) (*Spool, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &Spool{dir: dir, fd: fd}, nil
+	return &Spool{dir: dir, fd: fd, readOnly: readOnly}, nil
 }
 
 // create makes dir (0700) and its missing parents (0755, less the umask).
@@ -162,8 +176,23 @@ func (s *Spool) Dir() string { return s.dir }
 // Close releases the directory descriptor. Later calls do nothing.
 func (s *Spool) Close() error {
 	var err error
-	s.once.Do(func() { err = unix.Close(s.fd) })
+	s.once.Do(func() {
+		if s.fd >= 0 {
+			err = unix.Close(s.fd)
+		}
+	})
 	return err
+}
+
+// ReadOnly says whether the spool was opened with OpenReadOnly.
+func (s *Spool) ReadOnly() bool { return s.readOnly }
+
+// writable refuses a write (op on name) to a read-only spool.
+func (s *Spool) writable(op, name string) error {
+	if s.readOnly {
+		return fmt.Errorf("%s %s: the spool is open read-only (dry run or report)", op, s.path(name))
+	}
+	return nil
 }
 
 // path names a file in the spool for messages.

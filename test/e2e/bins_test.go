@@ -18,6 +18,15 @@ var (
 	binsErr  error
 )
 
+// TestMain removes the programs bin built (some 32 MB) when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binsDir != "" {
+		os.RemoveAll(binsDir)
+	}
+	os.Exit(code)
+}
+
 // bin builds gpuprep's programs once per test run and returns the path of
 // one (gpuprep-gres, gpuprep-prolog, gpuprep-epilog, srunwrap).
 func bin(t *testing.T, name string) string {
@@ -76,6 +85,26 @@ func runBin(t *testing.T, name string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// Every program prints its usage on stdout and exits 0 for -h and --help;
+// a bad flag is one line on stderr and exit 2.
+func TestBinsHelp(t *testing.T) {
+	for _, name := range []string{"gpuprep-gres", "gpuprep-prolog", "gpuprep-epilog", "srunwrap"} {
+		for _, arg := range []string{"-h", "--help"} {
+			out, stderr, code := runBin(t, name, arg)
+			if code != 0 || !strings.HasPrefix(out, "usage: "+name) || !strings.Contains(out, "--version") || stderr != "" {
+				t.Errorf("%s %s: exit %d stdout %q stderr %q", name, arg, code, out, stderr)
+			}
+		}
+		if name == "srunwrap" {
+			continue // it passes unknown flags to the task
+		}
+		out, stderr, code := runBin(t, name, "--no-such-flag")
+		if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s --no-such-flag: exit %d stdout %q stderr %q", name, code, out, stderr)
+		}
+	}
+}
+
 // A production build (no -tags gpuprep_mock, as make build and make install
 // make them) carries no mock GPU server: no symbol of internal/gpumock, of
 // go-nvml's mock packages or of the simulated node shapes; and it says how
@@ -114,5 +143,27 @@ func TestProductionBinariesHoldNoMock(t *testing.T) {
 	out, err := exec.Command(gres, "--root", t.TempDir(), "--gpu-backend", "mock:dgxh100").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "-tags gpuprep_mock") {
 		t.Errorf("production gres with a mock backend: %v\n%s", err, out)
+	}
+}
+
+// examples/demo.sh (make demo) runs on the simulated node and prints no
+// colour when its output is not a terminal, nor with NO_COLOR set.
+func TestBinsDemoPlain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo")
+	}
+	root, err := testroot.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(bin(t, "gpuprep-gres"))
+	cmd := exec.Command("bash", filepath.Join(root, "examples", "demo.sh"))
+	cmd.Env = append(os.Environ(), "BIN="+dir, "TERM=xterm")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "== Whoever is on call") || strings.Contains(string(out), "\x1b") {
+		t.Errorf("demo.sh output piped: no headings, or colour:\n%s", out)
 	}
 }

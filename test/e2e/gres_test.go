@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,19 +19,35 @@ import (
 // registers; and a job asking for two GPUs gets two.
 func TestGeneratedGresAcceptedBySlurm(t *testing.T) {
 	cases := []struct {
-		shape, backend string
-		gpus           int
-		mig            bool
+		name, shape, backend string
+		gpus                 int
+		mig                  bool
+		nodeNameLines        bool // --node-name-lines: every line NodeName=<node>
 	}{
-		{"dgxh100", "mock:dgxh100", 8, false},
-		{"dgxa100", "mock:dgxa100", 9, true}, // 7 whole GPUs + 2 MIG devices of GPU 0
+		{"dgxh100", "dgxh100", "mock:dgxh100", 8, false, false},
+		{"dgxa100", "dgxa100", "mock:dgxa100", 9, true, false}, // 7 whole GPUs + 2 MIG devices of GPU 0
+		{"dgxh100-node-name-lines", "dgxh100", "mock:dgxh100", 8, false, true},
 	}
 	for _, tc := range cases {
-		t.Run(tc.shape, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := testroot.Shared(t, tc.shape)
 			args := []string{"--root", root, "--gpu-backend", tc.backend}
-			gres, stderr, code := runBin(t, "gpuprep-gres", args...)
+			gresArgs := args
+			host := "any"
+			if tc.nodeNameLines {
+				// The lines must name the harness's node (the short host
+				// name); another node's lines, as in a shared gres.conf,
+				// follow and are ignored.
+				h, _ := os.Hostname()
+				host, _, _ = strings.Cut(h, ".")
+				args = append(args, "--node-name", host)
+				gresArgs = append(append([]string{}, args...), "--node-name-lines")
+			}
+			gres, stderr, code := runBin(t, "gpuprep-gres", gresArgs...)
+			if tc.nodeNameLines {
+				gres += strings.ReplaceAll(gres, "NodeName="+host+" ", "NodeName=othernode ")
+			}
 			if code != 0 {
 				t.Fatalf("gpuprep-gres exit %d: %s", code, stderr)
 			}
@@ -42,7 +59,12 @@ func TestGeneratedGresAcceptedBySlurm(t *testing.T) {
 			if err != nil {
 				t.Fatalf("generated gres.conf does not parse: %v\n%s", err, gres)
 			}
-			wantDevs := want.ForNode("any")
+			if tc.nodeNameLines {
+				if !strings.Contains(gres, "NodeName="+host+" AutoDetect=off\n") {
+					t.Fatalf("no node-local AutoDetect=off:\n%s", gres)
+				}
+			}
+			wantDevs := want.ForNode(host)
 			if len(wantDevs) != tc.gpus {
 				t.Fatalf("generated %d records, want %d:\n%s", len(wantDevs), tc.gpus, gres)
 			}

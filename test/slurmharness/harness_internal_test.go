@@ -144,3 +144,31 @@ func TestAptInstall(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// An install disables at boot the daemons it brought (Debian's postinst
+// enables them): systemctl disable where there is systemctl, else
+// update-rc.d.
+func TestDisableAtBoot(t *testing.T) {
+	var got []string
+	run := func(_ context.Context, name string, args ...string) error {
+		got = append(got, name+" "+strings.Join(args, " "))
+		return nil
+	}
+	disableAtBoot(context.Background(), nil, run)
+	if len(got) != 0 {
+		t.Errorf("nothing to disable: %q", got)
+	}
+	disableAtBoot(context.Background(), []string{"slurmctld", "munge"}, run)
+	_, errSystemctl := lookPath("systemctl")
+	_, errRC := lookPath("update-rc.d")
+	var want []string
+	switch {
+	case errSystemctl == nil:
+		want = []string{"systemctl disable --quiet slurmctld munge"}
+	case errRC == nil:
+		want = []string{"update-rc.d slurmctld disable", "update-rc.d munge disable"}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("ran %q, want %q", got, want)
+	}
+}

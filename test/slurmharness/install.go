@@ -25,6 +25,11 @@ var debianPackages = []string{"slurm-wlm", "munge"}
 
 const policyRCD = "/usr/sbin/policy-rc.d"
 
+// bootServices are the services (and their Debian packages, same names) that
+// slurm-wlm and munge enable at boot. The tests run private daemons, so an
+// install leaves the ones it brought disabled.
+var bootServices = []string{"slurmctld", "slurmd", "munge"}
+
 // lookPath finds a binary in PATH or in the system folders a test binary's
 // PATH may lack (/usr/sbin, /sbin).
 func lookPath(name string) (string, error) {
@@ -84,9 +89,16 @@ func EnsureInstalled(ctx context.Context) error {
 	if _, err := lookPath("apt-get"); err != nil {
 		return fmt.Errorf("slurmharness: %s missing and no apt-get to install %s", strings.Join(Missing(), ", "), strings.Join(debianPackages, " "))
 	}
+	var fresh []string // services whose package this install brings
+	for _, svc := range bootServices {
+		if !debInstalled(ctx, svc) {
+			fresh = append(fresh, svc)
+		}
+	}
 	if err := aptInstall(ctx, policyRCD, nil); err != nil {
 		return err
 	}
+	disableAtBoot(ctx, fresh, runQuiet)
 	if m := Missing(); len(m) > 0 {
 		return fmt.Errorf("slurmharness: installed %s but still missing %s", strings.Join(debianPackages, " "), strings.Join(m, ", "))
 	}
@@ -124,6 +136,36 @@ func aptInstall(ctx context.Context, policy string, extra []string) error {
 	}
 	args := append([]string{"install", "-y", "-o", "DPkg::Lock::Timeout=120"}, extra...)
 	return apt(append(args, debianPackages...)...)
+}
+
+// debInstalled says whether the Debian package pkg is installed.
+func debInstalled(ctx context.Context, pkg string) bool {
+	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", pkg).Output()
+	return err == nil && strings.HasSuffix(strings.TrimSpace(string(out)), "ok installed")
+}
+
+// runQuiet runs a command, its output discarded.
+func runQuiet(ctx context.Context, name string, args ...string) error {
+	return exec.CommandContext(ctx, name, args...).Run()
+}
+
+// disableAtBoot undoes what Debian's postinst does even when policy-rc.d
+// kept the daemons from starting: it enables them at boot. With systemctl
+// (which also works offline) "systemctl disable --quiet <services>", else
+// "update-rc.d <service> disable" for each; best effort.
+func disableAtBoot(ctx context.Context, services []string, run func(ctx context.Context, name string, args ...string) error) {
+	if len(services) == 0 {
+		return
+	}
+	if _, err := lookPath("systemctl"); err == nil {
+		run(ctx, "systemctl", append([]string{"disable", "--quiet"}, services...)...)
+		return
+	}
+	if _, err := lookPath("update-rc.d"); err == nil {
+		for _, s := range services {
+			run(ctx, "update-rc.d", s, "disable")
+		}
+	}
 }
 
 // Require makes sure a real Slurm can run for this test: root and the
