@@ -25,9 +25,9 @@ import (
 // that index. A job's own CUDA_VISIBLE_DEVICES in its task is 0..n-1 once
 // the devices cgroup confines it.
 //
-// Slurm puts global Name= lines before NodeName= lines, and (gres/gpu)
-// sorts GPUs by the position of -1 in Links= when every GPU has one; both
-// are done here as well.
+// Links= do not reorder them (reversed lines whose Links= put -1 at each
+// GPU's PCI position keep the written order). Slurm reads global Name=
+// lines before NodeName= lines; so does gresMinors.
 
 // gresConfPath is the gres.conf slurmd reads: the configured one, else the
 // one beside SLURM_CONF, else /etc/slurm/gres.conf (a node path, read under
@@ -63,15 +63,6 @@ func gresMinors(g *slurm.GresConf, node, name string) ([]int, error) {
 			}
 			devs = append(devs, l.Devices()...)
 		}
-	}
-	linked := len(devs) > 0
-	for _, d := range devs {
-		linked = linked && slices.Contains(d.Links, -1)
-	}
-	if linked {
-		slices.SortStableFunc(devs, func(a, b slurm.GresDevice) int {
-			return slices.Index(a.Links, -1) - slices.Index(b.Links, -1)
-		})
 	}
 	minors := make([]int, 0, len(devs))
 	for _, d := range devs {
