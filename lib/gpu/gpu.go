@@ -96,13 +96,13 @@ type Settings struct {
 	DefaultPowerMW uint32      `json:"default_power_limit_mw"`
 	// What this GPU model accepts: the power limit range and the highest
 	// SM and memory clocks, so a profile's values are checked at plan time.
-	MinPowerMW     uint32 `json:"min_power_limit_mw"`
-	MaxPowerMW     uint32 `json:"max_power_limit_mw"`
-	MaxSMClockMHz  uint32 `json:"max_sm_clock_mhz"`
-	MaxMemClockMHz uint32 `json:"max_mem_clock_mhz"`
-	ECCEnabled     bool        `json:"ecc_enabled"`
-	ECCPending     bool        `json:"ecc_pending"`
-	Unsupported    []string    `json:"unsupported,omitempty"` // names of the fields above that are unknown
+	MinPowerMW     uint32   `json:"min_power_limit_mw"`
+	MaxPowerMW     uint32   `json:"max_power_limit_mw"`
+	MaxSMClockMHz  uint32   `json:"max_sm_clock_mhz"`
+	MaxMemClockMHz uint32   `json:"max_mem_clock_mhz"`
+	ECCEnabled     bool     `json:"ecc_enabled"`
+	ECCPending     bool     `json:"ecc_pending"`
+	Unsupported    []string `json:"unsupported,omitempty"` // names of the fields above that are unknown
 }
 
 // Health is a GPU's error counters.
