@@ -54,14 +54,19 @@ func newHookNode(t *testing.T) *hookNode {
 	if err := os.WriteFile(n.cfg, []byte(hookConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// gres.conf with the GPUs in PCI order (as gpuprep-gres writes it):
-	// SLURM_JOB_GPUS=i is the i-th GPU in bus order.
+	n.writeGresConf(pciGresConf(t, n.root))
+	return n
+}
+
+// pciGresConf is a gres.conf with the root's GPUs in PCI order (as
+// gpuprep-gres writes it): SLURM_JOB_GPUS=i is the i-th GPU in bus order.
+func pciGresConf(t *testing.T, root string) string {
+	t.Helper()
 	var gres strings.Builder
-	for _, d := range fixtureGPUs(t, n.root) {
+	for _, d := range fixtureGPUs(t, root) {
 		fmt.Fprintf(&gres, "Name=gpu File=/dev/nvidia%d\n", d.Minor)
 	}
-	n.writeGresConf(gres.String())
-	return n
+	return gres.String()
 }
 
 // writeGresConf writes the fixture root's /etc/slurm/gres.conf, which the
