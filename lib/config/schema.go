@@ -80,6 +80,10 @@ type GresSection struct {
 	Name         string            `toml:"name"`           // GRES name, "gpu"
 	TypeNames    map[string]string `toml:"type_names"`     // Slurm's autodetected type -> site name
 	NUMAAsSocket Tristate          `toml:"numa_as_socket"` // node line uses NUMA nodes as sockets
+	// Conf is the gres.conf slurmd reads, for the hooks to tell which GPUs
+	// SLURM_JOB_GPUS are; "auto" means the one beside SLURM_CONF, else
+	// /etc/slurm/gres.conf.
+	Conf string `toml:"conf"`
 }
 
 // MIGSection is [mig]: the MIG layout each GPU is expected to have.

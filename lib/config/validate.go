@@ -100,6 +100,9 @@ func checkGres(g *GresSection, ps *problems) {
 	if !gresNameRE.MatchString(g.Name) {
 		ps.add([]string{"gres", "name"}, "gres.name = %q: must be lower-case letters, digits and _ (Slurm's GresTypes name, usually \"gpu\")", g.Name)
 	}
+	if g.Conf != "auto" && !strings.HasPrefix(g.Conf, "/") {
+		ps.add([]string{"gres", "conf"}, "gres.conf = %q: must be \"auto\" or an absolute path", g.Conf)
+	}
 	seen := map[string]string{}
 	for _, from := range slices.Sorted(maps.Keys(g.TypeNames)) {
 		key := []string{"gres", "type_names", from}

@@ -70,29 +70,6 @@ func IsNodeError(err error) bool {
 // jobKey is the job's id as the spool and holders name it.
 func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
-// jobGPUs maps SLURM_JOB_GPUS (gres indices, PCI bus order) to the backend's
-// devices, which are sorted by bus id too. With the none backend (GPUs
-// ignored) the job has no GPUs to tune.
-func jobGPUs(b gpu.Backend, all []gpu.Device, idx []int) ([]gpu.Device, error) {
-	if b == nil || b.Name() == "none" {
-		return nil, nil
-	}
-	var out []gpu.Device
-	for _, i := range idx {
-		found := false
-		for _, d := range all {
-			if d.Index == i {
-				out = append(out, d)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, but the node has %d GPUs", i, len(all))
-		}
-	}
-	return out, nil
-}
-
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
 func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus})

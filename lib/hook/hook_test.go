@@ -57,6 +57,7 @@ func newEnv(t *testing.T, shape, backend string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeGresConf(t, root, "")
 	sp, err := state.Open(filepath.Join(t.TempDir(), "spool"))
 	if err != nil {
 		t.Fatal(err)

@@ -76,9 +76,9 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if sel.DropRequired {
 		prof.Required = nil
 	}
-	gpus, err := jobGPUs(o.GPU, o.devices(), o.Job.GPUs)
-	if err != nil {
-		return out, nodeErrorf("%v", err)
+	gpus, warn := jobGPUs(o)
+	if warn != "" {
+		out.Warnings = append(out.Warnings, warn)
 	}
 	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
 		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")

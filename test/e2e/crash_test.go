@@ -187,6 +187,7 @@ func newCrashNode(t *testing.T, cpu int) *crashNode {
 	t.Helper()
 	n := &crashNode{hookNode: &hookNode{t: t, root: unpackInMemory(t, "dgxh100"),
 		spool: filepath.Join(t.TempDir(), "spool"), cfg: filepath.Join(t.TempDir(), "gpuprep.toml")}, nextJob: 100, cpu: -1}
+	n.writeGresConf(pciGresConf(t, n.root))
 	if cpu >= 0 {
 		if p, err := exec.LookPath("taskset"); err == nil {
 			n.cpu, n.taskset = cpu, p

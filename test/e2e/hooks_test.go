@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -32,6 +33,8 @@ vm_swappiness = 10
 kernel_numa_balancing = 0
 gpu_persistence = true
 gpu_compute_mode = "exclusive_process"
+[gres]
+conf = "/etc/slurm/gres.conf" # in the fixture root (SLURM_CONF is the harness's)
 [profiles.quiet]
 inherits = "default"
 thp_enabled = "always"
@@ -51,7 +54,32 @@ func newHookNode(t *testing.T) *hookNode {
 	if err := os.WriteFile(n.cfg, []byte(hookConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	n.writeGresConf(pciGresConf(t, n.root))
 	return n
+}
+
+// pciGresConf is a gres.conf with the root's GPUs in PCI order (as
+// gpuprep-gres writes it): SLURM_JOB_GPUS=i is the i-th GPU in bus order.
+func pciGresConf(t *testing.T, root string) string {
+	t.Helper()
+	var gres strings.Builder
+	for _, d := range fixtureGPUs(t, root) {
+		fmt.Fprintf(&gres, "Name=gpu File=/dev/nvidia%d\n", d.Minor)
+	}
+	return gres.String()
+}
+
+// writeGresConf writes the fixture root's /etc/slurm/gres.conf, which the
+// hooks read to map SLURM_JOB_GPUS to GPUs.
+func (n *hookNode) writeGresConf(text string) {
+	n.t.Helper()
+	p := filepath.Join(n.root, "etc/slurm/gres.conf")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
 }
 
 // hookCmd prepares gpuprep-<op> for job with the environment slurmd gives

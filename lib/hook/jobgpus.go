@@ -1,0 +1,156 @@
+package hook
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/slurm"
+)
+
+// What SLURM_JOB_GPUS means (measured with Slurm 22.05.8 in the real-Slurm
+// harness, test/e2e TestSlurmJobGPUsAreGresOrder): the prolog's
+// SLURM_JOB_GPUS (and its CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL, and
+// a step's SLURM_STEP_GPUS) are indexes into slurmd's GPU list in gres.conf
+// order: the node's File= entries as written, a range File=/dev/nvidia[0-7]
+// expanded in its own order, lines not sorted by file name. They are neither
+// device minors nor PCI positions. So index i is the GPU whose device file
+// is the i-th gres.conf entry, and its minor (/dev/nvidia<minor>) names the
+// physical GPU. slurmd -G prints "Index=<minor>" for each line, which is not
+// that index. A job's own CUDA_VISIBLE_DEVICES in its task is 0..n-1 once
+// the devices cgroup confines it.
+//
+// Links= do not reorder them (reversed lines whose Links= put -1 at each
+// GPU's PCI position keep the written order). Slurm reads global Name=
+// lines before NodeName= lines; so does gresMinors.
+
+// gresConfPath is the gres.conf slurmd reads: the configured one, else the
+// one beside SLURM_CONF, else /etc/slurm/gres.conf (a node path, read under
+// the hook's root).
+func gresConfPath(configured, slurmConf string) string {
+	switch {
+	case configured != "" && configured != "auto":
+		return configured
+	case slurmConf != "":
+		return path.Join(path.Dir(slurmConf), "gres.conf")
+	default:
+		return "/etc/slurm/gres.conf"
+	}
+}
+
+// gresMinors lists the device minor of each of node's GRES devices named
+// name, in the order Slurm numbers them. An error says why the order cannot
+// be known (AutoDetect, a line with no File=, a file that is not
+// /dev/nvidia<N>, MIG devices).
+func gresMinors(g *slurm.GresConf, node, name string) ([]int, error) {
+	ad, err := g.AutoDetectFor(node)
+	if err != nil {
+		return nil, err
+	}
+	if ad != "" && !strings.EqualFold(ad, "off") {
+		return nil, fmt.Errorf("%s: AutoDetect=%s: Slurm numbers the GPUs it finds itself", g.File, ad)
+	}
+	var devs []slurm.GresDevice
+	for _, global := range []bool{true, false} {
+		for _, l := range g.Lines {
+			if !strings.EqualFold(l.Name, name) || (l.NodeName == "") != global || !l.AppliesTo(node) {
+				continue
+			}
+			devs = append(devs, l.Devices()...)
+		}
+	}
+	minors := make([]int, 0, len(devs))
+	for _, d := range devs {
+		if d.File == "" {
+			what := "no File="
+			if len(d.MultipleFiles) > 0 {
+				what = "MultipleFiles= (MIG)"
+			}
+			return nil, fmt.Errorf("%s line %d: Name=%s with %s", g.File, d.Line, d.Name, what)
+		}
+		m, ok := nvidiaMinor(d.File)
+		if !ok {
+			return nil, fmt.Errorf("%s line %d: File=%s is not /dev/nvidia<N>", g.File, d.Line, d.File)
+		}
+		minors = append(minors, m)
+	}
+	return minors, nil
+}
+
+// nvidiaMinor is N of a .../nvidiaN file name.
+func nvidiaMinor(file string) (int, bool) {
+	s, ok := strings.CutPrefix(path.Base(file), "nvidia")
+	if !ok || s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
+// mapJobGPUs turns SLURM_JOB_GPUS indexes into the node's GPUs through
+// minors (gresMinors: the minor of each index).
+func mapJobGPUs(all []gpu.Device, idx, minors []int, src string) ([]gpu.Device, error) {
+	out := make([]gpu.Device, 0, len(idx))
+	for _, i := range idx {
+		if i < 0 || i >= len(minors) {
+			return nil, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, but %s lists %d GPUs for this node", i, src, len(minors))
+		}
+		k := slices.IndexFunc(all, func(d gpu.Device) bool { return d.Minor == minors[i] })
+		if k < 0 {
+			return nil, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, %s's /dev/nvidia%d, which the GPU backend does not list", i, src, minors[i])
+		}
+		out = append(out, all[k])
+	}
+	return out, nil
+}
+
+// jobGPUs maps SLURM_JOB_GPUS to the node's GPUs through gres.conf (read
+// under o.Root). When that cannot be done for sure it returns no GPU and a
+// warning: the GPU knobs are skipped, never applied to a GPU that may be
+// another job's.
+func jobGPUs(o *Options) (gpus []gpu.Device, warning string) {
+	if o.GPU == nil || o.GPU.Name() == "none" || len(o.Job.GPUs) == 0 {
+		return nil, ""
+	}
+	p := gresConfPath(o.Config.Gres.Conf, o.Job.Conf)
+	skip := func(err error) ([]gpu.Device, string) {
+		return nil, fmt.Sprintf("GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=%s are: %v", joinInts(o.Job.GPUs), err)
+	}
+	b, err := o.Root.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return skip(fmt.Errorf("%s: no such file (set gres.conf in gpuprep's config)", p))
+	}
+	if err != nil {
+		return skip(err)
+	}
+	g, err := slurm.ParseGresConf(p, b)
+	if err != nil {
+		return skip(err)
+	}
+	node := o.Job.NodeName
+	if node == "" {
+		node = o.Node
+	}
+	minors, err := gresMinors(g, node, o.Config.Gres.Name)
+	if err != nil {
+		return skip(err)
+	}
+	gpus, err = mapJobGPUs(o.devices(), o.Job.GPUs, minors, p)
+	if err != nil {
+		return skip(err)
+	}
+	return gpus, ""
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
