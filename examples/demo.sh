@@ -24,14 +24,17 @@ step "The simulated node: GPUs, NUMA nodes, Slurm cores, nearest NICs, NVLinks" 
   "gpuprep-gres --format table"
 "${gres[@]}" --format table
 
-step "gres.conf for it (Cores= are Slurm core ids, not OS CPU ids)" "gpuprep-gres > gres.conf"
-"${gres[@]}" | tee "$root/gres.conf"
+step "gres.conf for it (Cores= are Slurm core ids, not OS CPU ids)" "gpuprep-gres > /etc/slurm/gres.conf"
+# Installed where slurmd reads it; the prolog reads it too, to map
+# SLURM_JOB_GPUS (positions in its File= list) to the job's GPUs.
+mkdir -p "$root/etc/slurm"
+"${gres[@]}" | tee "$root/etc/slurm/gres.conf"
 
 step "The matching slurm.conf node line" "gpuprep-gres --format slurm"
 "${gres[@]}" --format slurm
 
-step "Checking the generated file against the hardware" "gpuprep-gres --check gres.conf"
-"${gres[@]}" --check "$root/gres.conf"
+step "Checking the generated file against the hardware" "gpuprep-gres --check /etc/slurm/gres.conf"
+"${gres[@]}" --check "$root/etc/slurm/gres.conf"
 
 step "Checking a hand-written gres.conf with classic mistakes (exit 1)" \
   "gpuprep-gres --check examples/gres.conf.mistakes"

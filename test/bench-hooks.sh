@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 root=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/gpuprep-bench.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 tar xzf test/roots/dgxh100.tar.gz -C "$root"
+# The node's gres.conf, where the prolog reads it to map SLURM_JOB_GPUS.
+mkdir -p "$root/etc/slurm"
+"${BIN:-bin/sim}/gpuprep-gres" --root "$root" --gpu-backend mock:dgxh100 > "$root/etc/slurm/gres.conf"
 python3 test/hookbench.py "$root" "${RUNS:-40}" "${BIN:-bin/sim}"
 if [ "$(id -u)" = 0 ]; then
   bash test/install-deps.sh # says what it installs, if anything
