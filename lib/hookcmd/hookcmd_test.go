@@ -147,10 +147,13 @@ func TestFailurePrintedOnce(t *testing.T) {
 	dir := t.TempDir()
 	root := testroot.Shared(t, "h200x2")
 	cfg := filepath.Join(dir, "g.toml")
-	os.WriteFile(cfg, []byte("[general]\nlog_level = \"info\"\nlog_file = \"\"\nmetrics_dir = \"\"\n"), 0o644)
+	// The admin's default profile requires a knob this VM root lacks
+	// (no cpufreq): a node error.
+	os.WriteFile(cfg, []byte("[general]\nlog_level = \"info\"\nlog_file = \"\"\nmetrics_dir = \"\"\n"+
+		"[profiles.default]\ncpu_governor = \"performance\"\nrequired = [\"cpu_governor\"]\n"), 0o644)
 	args := []string{"--root", root, "--gpu-backend", "procfs", "--config", cfg, "--state-dir", filepath.Join(dir, "spool")}
-	const msg = "names GPU 9"
-	env := map[string]string{"SLURM_JOB_ID": "5", "SLURM_JOB_GPUS": "9"}
+	const msg = "required knob cpu_governor"
+	env := map[string]string{"SLURM_JOB_ID": "5"}
 	code, _, stderr := mainRun("prolog", env, args...)
 	if code == 0 || strings.Count(stderr, msg) != 1 || !strings.Contains(stderr, "gpuprep-prolog: ") {
 		t.Errorf("by hand: exit %d, stderr should name the error once:\n%s", code, stderr)
