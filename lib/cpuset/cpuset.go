@@ -64,10 +64,11 @@ func trim(w []uint64) []uint64 {
 }
 
 // Parse reads a CPU list: comma-separated ids and ranges ("0-3,8-11"), with
-// surrounding white space and an optional trailing newline. The empty string
+// surrounding white space, an optional trailing newline and NUL bytes (some
+// arm64 kernels end list files in "\n\x00"). The empty string
 // is the empty set. Ranges must be ascending and ids at most MaxCPU.
 func Parse(s string) (Set, error) {
-	s = strings.TrimSpace(s)
+	s = strings.Trim(s, " \t\r\n\x00")
 	var b builder
 	if s == "" {
 		return Set{}, nil
@@ -123,9 +124,9 @@ func MustParse(s string) Set {
 
 // ParseMask reads a kernel CPU mask ("ff,ffffffff,00000000" as in
 // /sys/devices/system/node/node0/cpumap): comma-separated 32-bit hex words,
-// most significant first.
+// most significant first; surrounding white space and NUL bytes are ignored.
 func ParseMask(s string) (Set, error) {
-	s = strings.TrimSpace(s)
+	s = strings.Trim(s, " \t\r\n\x00")
 	if s == "" {
 		return Set{}, nil
 	}

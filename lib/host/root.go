@@ -123,13 +123,14 @@ func readAll(f io.Reader) ([]byte, error) {
 	}
 }
 
-// ReadString reads a kernel file and trims surrounding white space.
+// ReadString reads a kernel file and trims surrounding white space and NUL
+// bytes (some arm64 kernels end list files in "\n\x00").
 func (r Root) ReadString(p string) (string, error) {
 	b, err := r.ReadFile(p)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.Trim(string(b), " \t\r\n\x00"), nil
 }
 
 // ReadInt reads a kernel file holding one decimal integer ("-1\n" included).

@@ -71,18 +71,19 @@ type Options struct {
 // Discover reads the node under r and places the GPUs that b reports.
 func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
 	n := &Node{}
-	var err error
-	if n.CPUs, err = readCPUs(r); err != nil {
+	sets, err := readCPUSets(r)
+	if err != nil {
 		return nil, err
 	}
-	n.Cores, n.Sockets = buildCores(n.CPUs)
-	online := cpuset.New()
-	for _, c := range n.CPUs {
-		online = online.Union(cpuset.New(c.ID))
-	}
-	if n.NUMA, err = readNUMA(r, online); err != nil {
+	if n.NUMA, err = readNUMA(r, sets.online); err != nil {
 		return nil, err
 	}
+	numa := make([]cpuset.Set, len(n.NUMA))
+	for i, nd := range n.NUMA {
+		numa[i] = nd.CPUs
+	}
+	n.Cores, n.Sockets = numberCores(sets, numa)
+	n.CPUs = sets.cpuList(n.Cores)
 	for i := range n.CPUs {
 		for _, nd := range n.NUMA {
 			if nd.CPUs.Contains(n.CPUs[i].ID) {

@@ -10,31 +10,6 @@ import (
 	"gpuprep/lib/host"
 )
 
-func TestBuildCoresSlurmNumbering(t *testing.T) {
-	// 2 sockets x 2 cores x 2 threads, split numbering: socket 0 has
-	// CPUs 0,1 (first threads) and 4,5 (siblings); kernel core ids are
-	// sparse and repeat across sockets, as on real Intel parts.
-	cpus := []CPU{
-		{ID: 0, Socket: 0, CoreID: 0}, {ID: 1, Socket: 0, CoreID: 4},
-		{ID: 2, Socket: 1, CoreID: 0}, {ID: 3, Socket: 1, CoreID: 4},
-		{ID: 4, Socket: 0, CoreID: 0}, {ID: 5, Socket: 0, CoreID: 4},
-		{ID: 6, Socket: 1, CoreID: 0}, {ID: 7, Socket: 1, CoreID: 4},
-	}
-	cores, sockets := buildCores(cpus)
-	want := []string{"0,4", "1,5", "2,6", "3,7"}
-	for i, c := range cores {
-		if c.ID != i || c.CPUs.String() != want[i] {
-			t.Errorf("core %d: %+v, want CPUs %s", i, c, want[i])
-		}
-	}
-	if len(sockets) != 2 || sockets[1].CPUs.String() != "2-3,6-7" || sockets[1].ID != 1 {
-		t.Errorf("sockets %+v", sockets)
-	}
-	if cpus[6].Core != 2 || cpus[5].Core != 1 {
-		t.Errorf("CPU.Core not filled: %+v", cpus)
-	}
-}
-
 func TestPCIPath(t *testing.T) {
 	gpu := PCIPlace{SysPath: "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0", NUMANode: 0}
 	hcaSameSwitch := PCIPlace{SysPath: "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:01.0/0000:1b:00.0", NUMANode: 0}
