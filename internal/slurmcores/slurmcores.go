@@ -180,7 +180,8 @@ func run(name, dir string, env []string, args ...string) ([]byte, error) {
 }
 
 // Read numbers the cores of the fixture root ("/" for this node) as Slurm
-// does.
+// does. It fails when hwloc's Linux backend cannot read root's CPU topology,
+// where hwloc (and slurmd) would silently describe this machine instead.
 func Read(root string) (*Topology, error) {
 	t, err := readEnv(env(root))
 	if err != nil {

@@ -2,6 +2,10 @@ package slurmcores
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -234,5 +238,85 @@ func TestSynthetic(t *testing.T) {
 				t.Errorf("slurmd -C %v, want %v", slurm, tc.counts)
 			}
 		})
+	}
+}
+
+// writeRoot writes a minimal sysfs CPU topology: cores[i] lists the CPU ids
+// of core i, all in package 0.
+func writeRoot(t *testing.T, cores [][]int) string {
+	root := t.TempDir()
+	cpuDir := filepath.Join(root, "sys/devices/system/cpu")
+	var all cpuset.Set
+	for _, c := range cores {
+		all = all.Union(cpuset.New(c...))
+	}
+	write := func(path, content string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"online", "possible", "present"} {
+		write(filepath.Join(cpuDir, f), all.String())
+	}
+	for i, c := range cores {
+		sib := cpuset.New(c...)
+		for _, cpu := range c {
+			d := filepath.Join(cpuDir, fmt.Sprintf("cpu%d/topology", cpu))
+			write(filepath.Join(d, "physical_package_id"), "0")
+			write(filepath.Join(d, "die_id"), "0")
+			write(filepath.Join(d, "core_id"), strconv.Itoa(i))
+			write(filepath.Join(d, "thread_siblings"), sib.Mask(all.Max()+1))
+			write(filepath.Join(d, "core_cpus"), sib.Mask(all.Max()+1))
+			write(filepath.Join(d, "core_siblings"), all.Mask(all.Max()+1))
+			write(filepath.Join(d, "package_cpus"), all.Mask(all.Max()+1))
+		}
+	}
+	return root
+}
+
+// TestHybrid is a hand-written root whose cores have 2 and 1 threads (as on
+// Intel's hybrid CPUs): Slurm counts ThreadsPerCore=CPUs/cores=1 and maps
+// only each core's first PU.
+func TestHybrid(t *testing.T) {
+	Require(t)
+	root := writeRoot(t, [][]int{{0, 1}, {2, 3}, {4}, {5}})
+	top, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Counts{CPUs: 6, Boards: 1, Sockets: 1, CoresPerSocket: 4, ThreadsPerCore: 1}
+	if top.Counts() != want {
+		t.Errorf("counts %v, want %v", top.Counts(), want)
+	}
+	wantCPUs := []string{"0-1", "2-3", "4", "5"}
+	wantMapped := []string{"0", "2", "4", "5"}
+	if len(top.Cores) != len(wantCPUs) {
+		t.Fatalf("%d cores, want %d", len(top.Cores), len(wantCPUs))
+	}
+	for i, c := range top.Cores {
+		if c.CPUs.String() != wantCPUs[i] || c.Mapped.String() != wantMapped[i] {
+			t.Errorf("core %d: PUs %v mapped %v, want %s and %s", i, c.CPUs, c.Mapped, wantCPUs[i], wantMapped[i])
+		}
+	}
+	if SlurmdAvailable() == nil {
+		slurm, err := SlurmdC(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slurm != want {
+			t.Errorf("slurmd -C %v, want %v", slurm, want)
+		}
+	}
+}
+
+// TestUnreadableRoot: hwloc falls back to describing this machine when its
+// Linux backend finds no CPU topology under HWLOC_FSROOT; the oracle fails.
+func TestUnreadableRoot(t *testing.T) {
+	Require(t)
+	if top, err := Read(t.TempDir()); err == nil {
+		t.Errorf("Read of an empty root succeeded: %+v", top.Counts())
 	}
 }

@@ -34,6 +34,9 @@ func SlurmdAvailable() error {
 // nor written); its hwloc honours HWLOC_FSROOT. It runs in an empty
 // temporary directory all the same, as the cache's path is relative there.
 // Only RealMemory and UpTime come from the real machine; they are ignored.
+// It gets HWLOC_COMPONENTS=-x86 like the oracle (its counts are the same
+// without). A root hwloc cannot read gives this machine's counts: read it
+// with Read first.
 func SlurmdC(root string) (Counts, error) {
 	c, err := slurmdCEnv(env(root))
 	if err != nil {

@@ -18,6 +18,7 @@
 #include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void die(const char *msg)
 {
@@ -36,6 +37,17 @@ static int core_count(hwloc_obj_t obj)
 	for (i = 0; i < obj->arity; i++)
 		n += core_count(obj->children[i]);
 	return n;
+}
+
+static int linux_backend(hwloc_obj_t root)
+{
+	unsigned i;
+
+	for (i = 0; i < root->infos_count; i++)
+		if (!strcmp(root->infos[i].name, "Backend") &&
+		    !strcmp(root->infos[i].value, "Linux"))
+			return 1;
+	return 0;
 }
 
 static void print_list(const char *name, const int *ids, int n)
@@ -72,6 +84,10 @@ int main(void)
 	hwloc_topology_set_type_filter(topo, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
 	if (hwloc_topology_load(topo))
 		die("hwloc_topology_load failed");
+	/* When the Linux backend cannot read HWLOC_FSROOT, hwloc falls back to
+	 * another backend, which describes this machine: refuse that. */
+	if (getenv("HWLOC_FSROOT") && !linux_backend(hwloc_get_root_obj(topo)))
+		die("hwloc's Linux backend did not read HWLOC_FSROOT (no sysfs CPU topology there?)");
 
 	/* A Group as the root's first child: its level counts the boards. */
 	obj = hwloc_get_next_child(topo, hwloc_get_root_obj(topo), NULL);
