@@ -29,7 +29,8 @@ bin/sim/gpuprep-gres: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags 
 FORCE:
 
 # deps installs what the tests need on a fresh Debian 12 machine (as root):
-# Slurm (slurm-wlm), munge, hwloc and strace. It changes nothing when they are there.
+# Slurm (slurm-wlm), munge, hwloc, libhwloc-dev, gcc and strace. It changes nothing
+# when they are there.
 deps:
 	bash test/install-deps.sh
 

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs what the end-to-end tests need on Debian: Slurm (slurmctld, slurmd
 # and the clients, package slurm-wlm), munge, hwloc (lstopo-no-graphics, the
-# oracle for the node model), and strace (the crash tests kill the hooks at
-# chosen syscalls with it). Idempotent: does nothing when all are there.
+# oracle for the node model), libhwloc-dev and gcc (internal/slurmcores
+# compiles its oracle of Slurm's core numbering against libhwloc), and strace
+# (the crash tests kill the hooks at chosen syscalls with it). Idempotent:
+# does nothing when all are there.
 # While apt runs, /usr/sbin/policy-rc.d (exit 101) keeps the packages' init
 # scripts from starting system daemons; it is removed afterwards if this
 # script created it. The tests start their own private daemons
@@ -19,18 +21,20 @@ missing=""
 for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace; do
 	have "$c" || missing="$missing $c"
 done
+have cc || missing="$missing cc"
+[ -e /usr/include/hwloc.h ] || missing="$missing hwloc.h"
 if [ -z "$missing" ]; then
-	echo "install-deps: slurm, munge, hwloc and strace are installed"
+	echo "install-deps: slurm, munge, hwloc, libhwloc-dev, gcc and strace are installed"
 	exit 0
 fi
 echo "install-deps: missing:$missing"
 
 if [ "$(id -u)" != 0 ]; then
-	echo "install-deps: must run as root to install slurm-wlm munge hwloc strace" >&2
+	echo "install-deps: must run as root to install slurm-wlm munge hwloc libhwloc-dev gcc strace" >&2
 	exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc and strace by hand" >&2
+	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc, libhwloc-dev, gcc and strace by hand" >&2
 	exit 1
 fi
 
@@ -52,17 +56,20 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 timeout 300 apt-get update
-timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc strace
+timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc libhwloc-dev gcc strace
 
 still=""
 for c in $missing; do
-	have "$c" || still="$still $c"
+	case $c in
+	hwloc.h) [ -e /usr/include/hwloc.h ] || still="$still $c" ;;
+	*) have "$c" || still="$still $c" ;;
+	esac
 done
 if [ -n "$still" ]; then
 	echo "install-deps: still missing after install:$still" >&2
 	exit 1
 fi
-echo "install-deps: installed slurm-wlm munge hwloc strace"
+echo "install-deps: installed slurm-wlm munge hwloc libhwloc-dev gcc strace"
 
 # Debian's postinst enables the daemons at boot even when policy-rc.d kept
 # them from starting now: undo that for what this script installed.

@@ -39,10 +39,24 @@ func Available() bool {
 }
 
 // Read runs lstopo on root and parses its XML.
-func Read(root string) (*Topology, error) {
+func Read(root string) (*Topology, error) { return ReadArgs(root) }
+
+// SlurmFilters are lstopo options that load the topology as Slurm's slurmd
+// does (src/slurmd/common/xcpuinfo.c): the whole system, without L1, L2, L4
+// and L5 caches or Misc objects, and without instruction caches (hwloc's
+// library drops them by default, lstopo does not). hwloc's logical core
+// index (Core L#) is then computed on the same tree as Slurm's abstract
+// core ids (gres.conf Cores=).
+var SlurmFilters = []string{"--disallowed", "--no-icaches",
+	"--filter", "l1cache:none", "--filter", "l2cache:none",
+	"--filter", "l4cache:none", "--filter", "l5cache:none", "--filter", "misc:none"}
+
+// ReadArgs is Read with more lstopo options, such as SlurmFilters.
+func ReadArgs(root string, args ...string) (*Topology, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "lstopo-no-graphics", "--of", "xml", "--whole-io")
+	args = append([]string{"--of", "xml", "--whole-io"}, args...)
+	cmd := exec.CommandContext(ctx, "lstopo-no-graphics", args...)
 	// hwloc hides NVIDIA GPU memory NUMA nodes (Grace Hopper) by default;
 	// gpuprep models them, so keep them.
 	cmd.Env = []string{"HWLOC_FSROOT=" + root, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1",
