@@ -24,8 +24,9 @@ func requireHwloc(t *testing.T) {
 }
 
 // TestAgainstHwloc holds the node model against hwloc's reading of the same
-// fixture root: sockets, Slurm core ids (hwloc Core L#), threads and NUMA
-// nodes must agree on every fixture.
+// fixture root, loaded as slurmd loads it (hwloc.SlurmFilters): sockets,
+// Slurm core ids (hwloc Core L# on that tree), threads and NUMA nodes must
+// agree on every fixture.
 func TestAgainstHwloc(t *testing.T) {
 	requireHwloc(t)
 	for _, name := range testroot.Names() {
@@ -35,7 +36,7 @@ func TestAgainstHwloc(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hw, err := hwloc.Read(dir)
+			hw, err := hwloc.ReadArgs(dir, hwloc.SlurmFilters...)
 			if err != nil {
 				t.Fatal(err)
 			}
