@@ -3,6 +3,7 @@ package topo
 import (
 	"fmt"
 	"strconv"
+	"sync"
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
@@ -74,25 +75,44 @@ func readCPUSets(r host.Root) (cpuSets, error) {
 	if s.online, err = OnlineCPUs(r); err != nil {
 		return s, err
 	}
-	if s.packages, err = readIDGroups(r, s.online, "physical_package_id", "package_cpus_list", "core_siblings_list"); err != nil {
-		return s, err
+	// Each kind of group is read in its own goroutine: the reads are
+	// independent, and cores and clusters take one file per core.
+	var wg sync.WaitGroup
+	errs := make([]error, 5)
+	read := func(i int, f func() error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = f() }()
 	}
-	if s.dies, err = readIDGroups(r, s.online, "die_id", "die_cpus_list"); err != nil {
-		return s, err
+	read(0, func() (err error) {
+		s.packages, err = readIDGroups(r, s.online, "physical_package_id", "package_cpus_list", "core_siblings_list")
+		return err
+	})
+	read(1, func() (err error) {
+		s.dies, err = readIDGroups(r, s.online, "die_id", "die_cpus_list")
+		s.dies = multiCPU(s.dies)
+		return err
+	})
+	read(2, func() (err error) {
+		s.clusters, err = readGroups(r, s.online, "cluster_cpus_list")
+		return err
+	})
+	read(3, func() (err error) {
+		if s.cores, err = readGroups(r, s.online, "core_cpus_list", "thread_siblings_list"); err != nil {
+			return err
+		}
+		s.cores, err = splitComputeUnits(r, s.cores)
+		return err
+	})
+	read(4, func() (err error) {
+		s.l3, err = readL3(r, s.online)
+		return err
+	})
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return s, err
+		}
 	}
-	if s.clusters, err = readGroups(r, s.online, "cluster_cpus_list"); err != nil {
-		return s, err
-	}
-	if s.cores, err = readGroups(r, s.online, "core_cpus_list", "thread_siblings_list"); err != nil {
-		return s, err
-	}
-	if s.cores, err = splitComputeUnits(r, s.cores); err != nil {
-		return s, err
-	}
-	if s.l3, err = readL3(r, s.online); err != nil {
-		return s, err
-	}
-	s.dies = multiCPU(s.dies)
 	return s, nil
 }
 
