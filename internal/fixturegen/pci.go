@@ -327,7 +327,7 @@ func writePCI(t *tree, l *layout, pt *pciTree) {
 		t.linef(p+"/numa_node", "%d", l.pciNUMA(d.NUMA))
 		local := l.localCPUs(d.NUMA)
 		t.line(p+"/local_cpus", cpuMask(local, l.nCPU()))
-		t.line(p+"/local_cpulist", cpuList(local))
+		l.list(t, p+"/local_cpulist", local)
 		t.line(p+"/enable", "1")
 		t.line(p+"/irq", "0")
 		t.line(p+"/msi_bus", "1")

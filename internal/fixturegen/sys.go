@@ -82,7 +82,7 @@ func writeSystem(t *tree, l *layout) {
 	cg := "sys/fs/cgroup"
 	t.line(cg+"/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc")
 	t.line(cg+"/cgroup.subtree_control", "cpuset cpu io memory pids")
-	t.line(cg+"/cpuset.cpus.effective", cpuList(l.allCPUs()))
+	t.line(cg+"/cpuset.cpus.effective", cpuList(l.onlineCPUs()))
 	var mems []int
 	for _, n := range l.Nodes {
 		if n.MemMiB > 0 {
