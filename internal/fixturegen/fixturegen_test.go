@@ -287,7 +287,7 @@ func TestSymlinks(t *testing.T) {
 
 // TestMasksMatchLists: every mask file agrees with its list twin.
 func TestMasksMatchLists(t *testing.T) {
-	for _, name := range []string{"dgxa100", "gh200"} {
+	for _, name := range []string{"dgxa100", "gh200", "snc2xeon", "bulldozer", "altra", "thunderx2", "oldkernel"} {
 		dir, _ := writeRoot(t, name)
 		pairs := 0
 		err := filepath.WalkDir(filepath.Join(dir, "sys"), func(p string, d fs.DirEntry, err error) error {
@@ -307,7 +307,7 @@ func TestMasksMatchLists(t *testing.T) {
 			default:
 				return nil
 			}
-			mask, lst := strings.TrimSpace(read(t, "/", p)), strings.TrimSpace(read(t, "/", list))
+			mask, lst := strings.TrimSpace(read(t, "/", p)), strings.TrimSpace(strings.TrimSuffix(read(t, "/", list), "\x00"))
 			if got := maskToList(t, mask); got != lst {
 				t.Errorf("%s: mask %s is %s, list says %s", p, mask, got, lst)
 			}
@@ -317,7 +317,7 @@ func TestMasksMatchLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pairs < 100 {
+		if pairs < 50 { // oldkernel: 14 online CPUs, 6 pairs each
 			t.Errorf("%s: only %d mask/list pairs", name, pairs)
 		}
 	}

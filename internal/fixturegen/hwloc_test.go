@@ -141,8 +141,25 @@ func TestHwlocReadsShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := lstopo(t, dir)
+			// hwloc knows AMD compute units (family 21) only on an x86
+			// machine; with HWLOC_FSROOT it learns the architecture from
+			// uname only when told this is the running system.
+			var env []string
+			if s.ComputeUnitCores > 1 {
+				env = append(env, "HWLOC_THISSYSTEM=1")
+			}
+			all := lstopo(t, dir, env...)
 			checkCPUs(t, s, l, all)
+			if want, ok := hwlocPackages[s.Name]; ok {
+				checkPackages(t, all, want)
+			}
+			if want, ok := hwlocNUMA[s.Name]; ok {
+				for _, n := range ofType(all, "NUMANode") {
+					if got := cpuList(hwSet(t, n.CPUSet)); n.OSIndex != nil && got != want[*n.OSIndex] {
+						t.Errorf("hwloc NUMA node %d: cpus %s, want %s", *n.OSIndex, got, want[*n.OSIndex])
+					}
+				}
+			}
 
 			// hwloc drops the NUMA node named by an NVIDIA GPU's
 			// numa_status (its memory) unless told to keep it.
@@ -154,10 +171,67 @@ func TestHwlocReadsShapes(t *testing.T) {
 			}
 			checkNUMA(t, l, all, dropped)
 			if len(dropped) > 0 {
-				checkNUMA(t, l, lstopo(t, dir, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1"), nil)
+				checkNUMA(t, l, lstopo(t, dir, append(env, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1")...), nil)
 			}
 			checkIO(t, s, l, all)
 		})
+	}
+}
+
+// hwlocShape is what hwloc must find in each package: cores, and PUs per
+// core.
+type hwlocShape struct{ Packages, Cores, PUs int }
+
+// hwlocPackages pins, for the CPU-topology shapes, the packages hwloc sees,
+// independently of the layout code.
+var hwlocPackages = map[string]hwlocShape{
+	"snc2xeon":  {2, 20, 2},
+	"bulldozer": {2, 16, 1}, // a compute unit's cores are cores of their own
+	"altra":     {1, 80, 1},
+	"thunderx2": {2, 28, 4}, // physical_package_id -1: masks tell them apart
+	"oldkernel": {1, 7, 2},  // core 7 (CPUs 7 and 15) offline
+}
+
+// hwlocNUMA pins NUMA node cpusets hwloc must read, written out by hand.
+var hwlocNUMA = map[string]map[int]string{
+	"snc2xeon": {
+		0: "0,4,8,12,16,20,24,28,32,36,40,44,48,52,56,60,64,68,72,76",
+		1: "2,6,10,14,18,22,26,30,34,38,42,46,50,54,58,62,66,70,74,78",
+		2: "1,5,9,13,17,21,25,29,33,37,41,45,49,53,57,61,65,69,73,77",
+		3: "3,7,11,15,19,23,27,31,35,39,43,47,51,55,59,63,67,71,75,79",
+	},
+	"bulldozer": {0: "0-7", 1: "8-15", 2: "16-23", 3: "24-31"},
+	"thunderx2": {0: "0-111", 1: "112-223"},
+	"oldkernel": {0: "0-6,8-14"},
+}
+
+// checkPackages counts hwloc's packages, the cores in each and the PUs of
+// each core.
+func checkPackages(t *testing.T, all []*hwObj, want hwlocShape) {
+	t.Helper()
+	pkgs := ofType(all, "Package")
+	if len(pkgs) != want.Packages {
+		t.Fatalf("hwloc packages: %d, want %d", len(pkgs), want.Packages)
+	}
+	for i, p := range pkgs {
+		in := map[int]bool{}
+		for _, id := range hwSet(t, p.CPUSet) {
+			in[id] = true
+		}
+		cores := 0
+		for _, c := range ofType(all, "Core") {
+			ids := hwSet(t, c.CPUSet)
+			if len(ids) == 0 || !in[ids[0]] {
+				continue
+			}
+			cores++
+			if len(ids) != want.PUs {
+				t.Errorf("Package L#%d: core %s has %d PUs, want %d", i, cpuList(ids), len(ids), want.PUs)
+			}
+		}
+		if cores != want.Cores {
+			t.Errorf("Package L#%d: %d cores, want %d", i, cores, want.Cores)
+		}
 	}
 }
 
@@ -167,27 +241,39 @@ func checkCPUs(t *testing.T, s nodeshape.Shape, l *layout, all []*hwObj) {
 	if len(pkgs) != s.Sockets {
 		t.Fatalf("hwloc packages: %d, want %d", len(pkgs), s.Sockets)
 	}
+	// hwloc orders packages by their first CPU.
+	var wantPkgs [][]int
+	for so := 0; so < s.Sockets; so++ {
+		wantPkgs = append(wantPkgs, l.socketCPUs(so))
+	}
+	sort.Slice(wantPkgs, func(i, j int) bool { return wantPkgs[i][0] < wantPkgs[j][0] })
 	for i, p := range pkgs {
-		if got, want := hwSet(t, p.CPUSet), l.socketCPUs(i); !reflect.DeepEqual(got, want) {
+		if got, want := hwSet(t, p.CPUSet), wantPkgs[i]; !reflect.DeepEqual(got, want) {
 			t.Errorf("Package L#%d: cpus %s, want %s", i, cpuList(got), cpuList(want))
 		}
 	}
-	cores := ofType(all, "Core")
-	if len(cores) != s.Sockets*s.CoresPerSocket {
-		t.Fatalf("hwloc cores: %d, want %d", len(cores), s.Sockets*s.CoresPerSocket)
-	}
-	total := s.Sockets * s.CoresPerSocket
-	for i, c := range cores {
-		var want []int
-		for th := 0; th < s.ThreadsPerCore; th++ {
-			want = append(want, th*total+i) // split numbering
-		}
-		if got := hwSet(t, c.CPUSet); !reflect.DeepEqual(got, want) {
-			t.Errorf("Core L#%d: cpus %s, want %s", i, cpuList(got), cpuList(want))
+	// One hwloc core per core of the shape with an online thread (on
+	// Bulldozer too: each core of a compute unit), holding its online
+	// threads.
+	var want, got []string
+	for so := 0; so < s.Sockets; so++ {
+		for c := 0; c < s.CoresPerSocket; c++ {
+			ids := l.cpusWhere(func(o cpu) bool { return o.Socket == so && o.Core == c })
+			if len(ids) > 0 {
+				want = append(want, cpuList(ids))
+			}
 		}
 	}
-	if pus := ofType(all, "PU"); len(pus) != l.nCPU() {
-		t.Errorf("hwloc PUs: %d, want %d", len(pus), l.nCPU())
+	for _, c := range ofType(all, "Core") {
+		got = append(got, cpuList(hwSet(t, c.CPUSet)))
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("hwloc cores %v, want %v", got, want)
+	}
+	if pus := ofType(all, "PU"); len(pus) != len(l.onlineCPUs()) {
+		t.Errorf("hwloc PUs: %d, want %d", len(pus), len(l.onlineCPUs()))
 	}
 }
 

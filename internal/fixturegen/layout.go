@@ -11,9 +11,12 @@ import (
 type cpu struct {
 	ID     int
 	Socket int
-	Core   int // core index within its socket (sysfs core_id)
+	Core   int // core index within its socket (caches and groups count these)
+	CoreID int // sysfs core_id (Shape.CoreIDs[Core], or Core)
 	Thread int // 0 or 1..ThreadsPerCore-1
 	Node   int // NUMA node
+	// Offline CPUs have no topology or cache and are in no online set.
+	Offline bool
 }
 
 // numaNode is one NUMA node of a shape.
@@ -41,8 +44,21 @@ func (l *layout) numaPerSocket() int {
 	return l.s.NUMAPerSocket
 }
 
-// newLayout numbers the CPUs the Linux/x86 way ("split"): id =
-// thread*Sockets*CoresPerSocket + socket*CoresPerSocket + core.
+// cpuID is the logical id of thread t of core c of socket so under the
+// shape's numbering (see nodeshape.Shape.Numbering).
+func cpuID(s nodeshape.Shape, so, c, t int) int {
+	S, C, T := s.Sockets, s.CoresPerSocket, s.ThreadsPerCore
+	switch s.Numbering {
+	case "socket-interleaved":
+		return t*S*C + c*S + so
+	case "compact":
+		return so*C*T + c*T + t
+	default: // split
+		return t*S*C + so*C + c
+	}
+}
+
+// newLayout numbers the CPUs (cpuID) and places cores in NUMA nodes.
 func newLayout(s nodeshape.Shape) (*layout, error) {
 	if err := validate(s); err != nil {
 		return nil, err
@@ -51,12 +67,25 @@ func newLayout(s nodeshape.Shape) (*layout, error) {
 	nps := l.numaPerSocket()
 	perNode := s.CoresPerSocket / nps
 	total := s.Sockets * s.CoresPerSocket
+	offline := map[int]bool{}
+	for _, id := range s.OfflineCPUs {
+		offline[id] = true
+	}
 	l.CPUs = make([]cpu, total*s.ThreadsPerCore)
 	for t := 0; t < s.ThreadsPerCore; t++ {
 		for so := 0; so < s.Sockets; so++ {
 			for c := 0; c < s.CoresPerSocket; c++ {
-				id := t*total + so*s.CoresPerSocket + c
-				l.CPUs[id] = cpu{ID: id, Socket: so, Core: c, Thread: t, Node: so*nps + c/perNode}
+				id := cpuID(s, so, c, t)
+				node := so*nps + c/perNode
+				if s.NUMAInterleave {
+					node = so*nps + c%nps
+				}
+				coreID := c
+				if s.CoreIDs != nil {
+					coreID = s.CoreIDs[c]
+				}
+				l.CPUs[id] = cpu{ID: id, Socket: so, Core: c, CoreID: coreID, Thread: t, Node: node,
+					Offline: offline[id]}
 			}
 		}
 	}
@@ -65,7 +94,9 @@ func newLayout(s nodeshape.Shape) (*layout, error) {
 		l.Nodes = append(l.Nodes, numaNode{ID: n, MemMiB: s.MemoryMiBPerNode, Socket: n / nps, GPU: -1})
 	}
 	for _, c := range l.CPUs {
-		l.Nodes[c.Node].CPUs = append(l.Nodes[c.Node].CPUs, c.ID)
+		if !c.Offline {
+			l.Nodes[c.Node].CPUs = append(l.Nodes[c.Node].CPUs, c.ID)
+		}
 	}
 	for i := 0; i < s.CPULessNUMANodes; i++ {
 		l.Nodes = append(l.Nodes, numaNode{ID: cpuNodes + i, MemMiB: s.CPULessMemoryMiB, GPU: -1})
@@ -83,49 +114,67 @@ func newLayout(s nodeshape.Shape) (*layout, error) {
 	return l, nil
 }
 
-// socketCPUs lists the CPUs of one socket.
-func (l *layout) socketCPUs(so int) []int {
-	var r []int
-	for _, c := range l.CPUs {
-		if c.Socket == so {
-			r = append(r, c.ID)
-		}
-	}
-	return r
-}
-
-// coreCPUs lists the threads of the core of cpu id.
-func (l *layout) coreCPUs(id int) []int {
-	c := l.CPUs[id]
+// cpusWhere lists the online CPUs that keep says to keep, in id order.
+func (l *layout) cpusWhere(keep func(o cpu) bool) []int {
 	var r []int
 	for _, o := range l.CPUs {
-		if o.Socket == c.Socket && o.Core == c.Core {
+		if !o.Offline && keep(o) {
 			r = append(r, o.ID)
 		}
 	}
 	return r
 }
 
-// coreGroupCPUs lists the CPUs of the group of n consecutive cores (within a
-// socket) holding cpu id; n <= 0 means the whole socket.
+// socketCPUs lists the online CPUs of one socket.
+func (l *layout) socketCPUs(so int) []int {
+	return l.cpusWhere(func(o cpu) bool { return o.Socket == so })
+}
+
+// computeUnit is the number of consecutive cores sharing thread_siblings.
+func (l *layout) computeUnit() int {
+	if l.s.ComputeUnitCores > 1 {
+		return l.s.ComputeUnitCores
+	}
+	return 1
+}
+
+// coreCPUs lists the online thread siblings of cpu id: the threads of its
+// core, or the cores of its compute unit.
+func (l *layout) coreCPUs(id int) []int {
+	c, cu := l.CPUs[id], l.computeUnit()
+	return l.cpusWhere(func(o cpu) bool { return o.Socket == c.Socket && o.Core/cu == c.Core/cu })
+}
+
+// coreGroupCPUs lists the online CPUs of the group of n consecutive cores
+// (by core index within a socket) holding cpu id; n <= 0 means the whole
+// socket.
 func (l *layout) coreGroupCPUs(id, n int) []int {
 	c := l.CPUs[id]
 	if n <= 0 {
 		return l.socketCPUs(c.Socket)
 	}
-	var r []int
-	for _, o := range l.CPUs {
-		if o.Socket == c.Socket && o.Core/n == c.Core/n {
-			r = append(r, o.ID)
-		}
-	}
-	return r
+	return l.cpusWhere(func(o cpu) bool { return o.Socket == c.Socket && o.Core/n == c.Core/n })
 }
 
+// allCPUs lists every possible (and present) CPU.
 func (l *layout) allCPUs() []int {
 	r := make([]int, l.nCPU())
 	for i := range r {
 		r[i] = i
+	}
+	return r
+}
+
+// onlineCPUs lists the online CPUs.
+func (l *layout) onlineCPUs() []int { return l.cpusWhere(func(cpu) bool { return true }) }
+
+// offlineCPUs lists the offline CPUs.
+func (l *layout) offlineCPUs() []int {
+	var r []int
+	for _, c := range l.CPUs {
+		if c.Offline {
+			r = append(r, c.ID)
+		}
 	}
 	return r
 }
@@ -137,7 +186,7 @@ func (l *layout) nodeCPUs(n int) []int { return l.Nodes[n].CPUs }
 // node's CPUs, or every CPU when the locality is unknown.
 func (l *layout) localCPUs(n int) []int {
 	if l.s.PCINUMAUnknown || n < 0 || n >= len(l.Nodes) || len(l.Nodes[n].CPUs) == 0 {
-		return l.allCPUs()
+		return l.onlineCPUs()
 	}
 	return l.Nodes[n].CPUs
 }
@@ -188,6 +237,16 @@ func cpuList(ids []int) string { return cpuset.New(ids...).String() }
 // cpuMask prints a set of nbits bits the kernel's mask way (cpumap files).
 func cpuMask(ids []int, nbits int) string { return cpuset.New(ids...).Mask(nbits) }
 
+// list writes a CPU or node list file: the list and a newline, and a NUL
+// after it for ListNUL shapes.
+func (l *layout) list(t *tree, p string, ids []int) {
+	s := cpuList(ids) + "\n"
+	if l.s.ListNUL {
+		s += "\x00"
+	}
+	t.file(p, s)
+}
+
 // validate checks that a shape can be rendered consistently.
 func validate(s nodeshape.Shape) error {
 	if s.Name == "" {
@@ -202,6 +261,9 @@ func validate(s nodeshape.Shape) error {
 	}
 	if s.CoresPerSocket%nps != 0 {
 		return fmt.Errorf("fixturegen: %s: %d cores per socket do not split into %d NUMA nodes", s.Name, s.CoresPerSocket, nps)
+	}
+	if err := validateCPUs(s); err != nil {
+		return err
 	}
 	cpuNodes := s.Sockets * nps
 	nodes := cpuNodes + s.CPULessNUMANodes
@@ -258,6 +320,49 @@ func validate(s nodeshape.Shape) error {
 		if n.NetName == "" {
 			return fmt.Errorf("fixturegen: %s: NIC %d has no net name", s.Name, i)
 		}
+	}
+	return nil
+}
+
+// validateCPUs checks the CPU numbering and topology fields of a shape.
+func validateCPUs(s nodeshape.Shape) error {
+	switch s.Numbering {
+	case "", "split", "socket-interleaved", "compact":
+	default:
+		return fmt.Errorf("fixturegen: %s: unknown CPU numbering %q (want \"\", \"socket-interleaved\" or \"compact\")", s.Name, s.Numbering)
+	}
+	if s.CoreIDs != nil {
+		if len(s.CoreIDs) != s.CoresPerSocket {
+			return fmt.Errorf("fixturegen: %s: %d CoreIDs for %d cores per socket", s.Name, len(s.CoreIDs), s.CoresPerSocket)
+		}
+		seen := map[int]bool{}
+		for c, id := range s.CoreIDs {
+			if id < 0 || seen[id] {
+				return fmt.Errorf("fixturegen: %s: core %d: core_id %d negative or duplicate", s.Name, c, id)
+			}
+			seen[id] = true
+		}
+	}
+	if cu := s.ComputeUnitCores; cu < 0 || cu > 1 && (s.ThreadsPerCore != 1 || s.CoresPerSocket%cu != 0) {
+		return fmt.Errorf("fixturegen: %s: compute units of %d cores need ThreadsPerCore 1 (have %d) and must divide %d cores per socket",
+			s.Name, cu, s.ThreadsPerCore, s.CoresPerSocket)
+	}
+	if cl := s.ClusterCores; cl < 0 || cl > 1 && s.CoresPerSocket%cl != 0 {
+		return fmt.Errorf("fixturegen: %s: clusters of %d cores do not divide %d cores per socket", s.Name, cl, s.CoresPerSocket)
+	}
+	n := s.Sockets * s.CoresPerSocket * s.ThreadsPerCore
+	off := map[int]bool{}
+	for _, id := range s.OfflineCPUs {
+		if id < 0 || id >= n {
+			return fmt.Errorf("fixturegen: %s: offline CPU %d out of range 0..%d", s.Name, id, n-1)
+		}
+		if off[id] {
+			return fmt.Errorf("fixturegen: %s: offline CPU %d listed twice", s.Name, id)
+		}
+		off[id] = true
+	}
+	if len(off) == n {
+		return fmt.Errorf("fixturegen: %s: every CPU is offline", s.Name)
 	}
 	return nil
 }

@@ -28,16 +28,16 @@ func writeNUMA(t *tree, l *layout) {
 			withMem = append(withMem, n.ID)
 		}
 	}
-	t.line(sysNode+"/online", cpuList(ids))
-	t.line(sysNode+"/possible", cpuList(ids))
-	t.line(sysNode+"/has_cpu", cpuList(withCPU))
-	t.line(sysNode+"/has_memory", cpuList(withMem))
-	t.line(sysNode+"/has_normal_memory", cpuList(withMem))
+	l.list(t, sysNode+"/online", ids)
+	l.list(t, sysNode+"/possible", ids)
+	l.list(t, sysNode+"/has_cpu", withCPU)
+	l.list(t, sysNode+"/has_memory", withMem)
+	l.list(t, sysNode+"/has_normal_memory", withMem)
 	for _, n := range l.Nodes {
 		dir := fmt.Sprintf("%s/node%d", sysNode, n.ID)
 		t.link(fmt.Sprintf("sys/bus/node/devices/node%d", n.ID), dir)
 		t.line(dir+"/cpumap", cpuMask(n.CPUs, l.nCPU()))
-		t.line(dir+"/cpulist", cpuList(n.CPUs))
+		l.list(t, dir+"/cpulist", n.CPUs)
 		var d []string
 		for _, o := range l.Nodes {
 			d = append(d, fmt.Sprint(l.distance(n.ID, o.ID)))

@@ -44,6 +44,14 @@ func gpuFactsFor(devID uint16) gpuFacts {
 	switch devID {
 	case 0x20b0: // A100: proprietary driver, no GSP
 		return gpuFacts{VBIOS: "92.00.45.00.06", DMABits: 47}
+	case 0x20b5: // A100 80GB PCIe
+		return gpuFacts{VBIOS: "92.00.68.00.01", DMABits: 47}
+	case 0x1db6: // V100 PCIe 32GB
+		return gpuFacts{VBIOS: "88.00.80.00.01", DMABits: 47}
+	case 0x15f8: // P100 PCIe 16GB
+		return gpuFacts{VBIOS: "86.00.4d.00.01", DMABits: 47}
+	case 0x1b38: // P40
+		return gpuFacts{VBIOS: "86.02.23.00.01", DMABits: 47}
 	case 0x2333:
 		return gpuFacts{VBIOS: "96.00.a5.00.1a", DMABits: 52, Firmware: true}
 	case 0x2b00:

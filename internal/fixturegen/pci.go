@@ -64,10 +64,14 @@ func speed(gen int) string {
 }
 
 func gpuModel(devID uint16) pciModel {
-	sub := map[uint16]uint16{0x2330: 0x16c1, 0x20b0: 0x134f, 0x2333: 0x18bf, 0x2b00: 0x1999, 0x2342: 0x16eb}[devID]
+	sub := map[uint16]uint16{0x2330: 0x16c1, 0x20b0: 0x134f, 0x2333: 0x18bf, 0x2b00: 0x1999, 0x2342: 0x16eb,
+		0x20b5: 0x1533, 0x1db6: 0x124a, 0x15f8: 0x118f, 0x1b38: 0x11d9}[devID]
 	gen := 5
-	if devID == 0x20b0 { // A100: PCIe 4
+	switch devID {
+	case 0x20b0, 0x20b5: // A100: PCIe 4
 		gen = 4
+	case 0x1db6, 0x15f8, 0x1b38: // V100, P100, P40: PCIe 3
+		gen = 3
 	}
 	return pciModel{Vendor: 0x10de, Device: devID, SubVendor: 0x10de, SubDevice: sub,
 		Class: 0x030200, Rev: 0xa1, Driver: "nvidia", Gen: gen, Width: 16}
@@ -91,6 +95,10 @@ func (l *layout) nicModel(n nodeshape.NIC) hca {
 		return hca{pci: pciModel{Vendor: 0x15b3, Device: 0x101d, SubVendor: 0x15b3, SubDevice: 0x0016,
 			Class: 0x020000, Driver: "mlx5_core", Gen: 4, Width: 16},
 			HCAType: "MT4125", FW: "22.39.1002", BoardID: "MT_0000000359"}
+	case strings.Contains(portRate(n), "EDR"): // ConnectX-5
+		return hca{pci: pciModel{Vendor: 0x15b3, Device: 0x1017, SubVendor: 0x15b3, SubDevice: 0x0007,
+			Class: 0x020700, Driver: "mlx5_core", Gen: 3, Width: 16},
+			HCAType: "MT4119", FW: "16.35.2000", BoardID: "MT_0000000008"}
 	case strings.Contains(portRate(n), "HDR"):
 		return hca{pci: pciModel{Vendor: 0x15b3, Device: 0x101b, SubVendor: 0x15b3, SubDevice: 0x0007,
 			Class: 0x020700, Driver: "mlx5_core", Gen: 4, Width: 16},
@@ -110,6 +118,10 @@ func (l *layout) rootPortModel() pciModel {
 		m.Vendor, m.Device, m.SubVendor, m.SubDevice = 0x1b36, 0x000c, 0x1b36, 0x0000
 	case l.s.CPUVendor == "AuthenticAMD":
 		m.Vendor, m.Device, m.SubVendor, m.SubDevice, m.Gen = 0x1022, 0x1483, 0x1022, 0x1453, 4
+	case l.s.CPUModel == "Neoverse-N1": // Ampere Altra
+		m.Vendor, m.Device, m.SubVendor, m.SubDevice, m.Gen = 0x1def, 0xe101, 0x0000, 0x0000, 4
+	case l.s.CPUModel == "Cavium ThunderX2 CN9975":
+		m.Vendor, m.Device, m.SubVendor, m.SubDevice, m.Gen = 0x14e4, 0x9084, 0x0000, 0x0000, 3
 	case l.isArm():
 		m.Vendor, m.Device, m.SubVendor, m.SubDevice = 0x10de, 0x22b2, 0x10de, 0x0000
 	default:
@@ -327,7 +339,7 @@ func writePCI(t *tree, l *layout, pt *pciTree) {
 		t.linef(p+"/numa_node", "%d", l.pciNUMA(d.NUMA))
 		local := l.localCPUs(d.NUMA)
 		t.line(p+"/local_cpus", cpuMask(local, l.nCPU()))
-		t.line(p+"/local_cpulist", cpuList(local))
+		l.list(t, p+"/local_cpulist", local)
 		t.line(p+"/enable", "1")
 		t.line(p+"/irq", "0")
 		t.line(p+"/msi_bus", "1")

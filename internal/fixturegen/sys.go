@@ -17,6 +17,16 @@ func (l *layout) dmi() dmi {
 		return dmi{"NVIDIA", "DGXB200", "NVIDIA", "DGXB200", "American Megatrends International, LLC.", "1.2.0", "23"}
 	case "gh200":
 		return dmi{"Supermicro", "ARS-221GL-NHIR", "Supermicro", "G1SMH-G", "American Megatrends International, LLC.", "2.0", "17"}
+	case "snc2xeon":
+		return dmi{"Dell Inc.", "PowerEdge R740", "Dell Inc.", "06WXJT", "Dell Inc.", "2.19.1", "23"}
+	case "bulldozer":
+		return dmi{"Supermicro", "AS -1022G-NTF", "Supermicro", "H8DGU", "American Megatrends Inc.", "3.5", "17"}
+	case "altra":
+		return dmi{"GIGABYTE", "G242-P33-00", "GIGABYTE", "MP32-AR1-00", "GIGABYTE", "F31", "17"}
+	case "thunderx2":
+		return dmi{"HPE", "Apollo 70", "HPE", "Comanche", "HPE", "L50_5.13_1.16", "17"}
+	case "oldkernel":
+		return dmi{"Supermicro", "SYS-1028GR-TR", "Supermicro", "X10DRG-HT", "American Megatrends Inc.", "3.1", "17"}
 	}
 	if l.s.PCINUMAUnknown {
 		return dmi{"QEMU", "Standard PC (Q35 + ICH9, 2009)", "", "", "SeaBIOS", "1.16.3-debian-1.16.3-2", "1"}
@@ -43,6 +53,10 @@ func writeSystem(t *tree, l *layout) {
 	t.line("proc/sys/kernel/ostype", "Linux")
 	t.line("proc/sys/kernel/osrelease", "6.1.0-28-"+map[bool]string{true: "arm64", false: "amd64"}[l.isArm()])
 	cmdline := "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=0b3e4c4e-7f34-4e4e-9b4e-3f0e6e1f2a10 ro quiet"
+	if l.s.OldKernel { // a CentOS 7 kernel
+		t.line("proc/sys/kernel/osrelease", "3.10.0-1160.119.1.el7.x86_64")
+		cmdline = "BOOT_IMAGE=/vmlinuz-3.10.0-1160.119.1.el7.x86_64 root=UUID=0b3e4c4e-7f34-4e4e-9b4e-3f0e6e1f2a10 ro crashkernel=auto rhgb quiet"
+	}
 	if l.isArm() {
 		cmdline = strings.Replace(cmdline, "amd64", "arm64", 1) + " init_on_alloc=0"
 	} else if !l.s.PCINUMAUnknown {
@@ -82,7 +96,7 @@ func writeSystem(t *tree, l *layout) {
 	cg := "sys/fs/cgroup"
 	t.line(cg+"/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc")
 	t.line(cg+"/cgroup.subtree_control", "cpuset cpu io memory pids")
-	t.line(cg+"/cpuset.cpus.effective", cpuList(l.allCPUs()))
+	t.line(cg+"/cpuset.cpus.effective", cpuList(l.onlineCPUs()))
 	var mems []int
 	for _, n := range l.Nodes {
 		if n.MemMiB > 0 {

@@ -29,9 +29,49 @@ type Shape struct {
 	MemoryMiBPerNode int
 	CPULessMemoryMiB int
 
-	// Threads are numbered the Linux/x86 way: first thread of every core of
-	// every socket, then the second threads ("split"). With
-	// ThreadsPerCore 1 numbering is simply core order.
+	// Numbering is how logical CPU ids are given out, with S Sockets, C
+	// CoresPerSocket, T ThreadsPerCore and c a core's index within its
+	// socket s:
+	//   - "" ("split", Linux/x86): first thread of every core of every
+	//     socket, then the second threads: id = t*S*C + s*C + c. With
+	//     ThreadsPerCore 1 this is simply core order.
+	//   - "socket-interleaved": BIOSes listing cores round-robin across
+	//     sockets: id = t*S*C + c*S + s.
+	//   - "compact": a core's threads are consecutive (ThunderX2, POWER):
+	//     id = s*C*T + c*T + t.
+	Numbering string
+	// NUMAInterleave puts core c of a socket in that socket's NUMA node
+	// c % NUMAPerSocket (Intel SNC with round-robin numbering) instead of
+	// c / (CoresPerSocket/NUMAPerSocket). Node ids stay
+	// socket*NUMAPerSocket + k.
+	NUMAInterleave bool
+	// CoreIDs is the kernel's core_id of each core index c (len
+	// CoresPerSocket, distinct; sparse on Intel: 0,1,2,3,4,8,9,...); nil
+	// means core_id = c.
+	CoreIDs []int
+	// ComputeUnitCores > 1 (AMD Bulldozer, ThreadsPerCore 1): this many
+	// consecutive cores, each with its own core_id, share thread_siblings
+	// and core_cpus (a compute unit).
+	ComputeUnitCores int
+	// ClusterCores is the number of consecutive cores per cluster_cpus
+	// group (0 or 1: the core itself); cluster_id numbers the groups.
+	ClusterCores int
+	// ListNUL ends every CPU/node list file ("online", "*_list",
+	// "cpulist", "has_*", "local_cpulist"...) in "\n\x00", as some arm64
+	// kernels write them.
+	ListNUL bool
+	// PackageIDUnknown writes physical_package_id -1 on every CPU (s390x,
+	// some POWER/Arm firmware): only the package masks tell sockets apart.
+	PackageIDUnknown bool
+	// OldKernel is a 3.10-era kernel: no cpu/online file, and of the
+	// topology files only physical_package_id, core_id, thread_siblings
+	// and core_siblings (with their _list twins).
+	OldKernel bool
+	// OfflineCPUs are offline: cpuN/online is 0, cpuN has no topology or
+	// cache directory, and they are left out of every online, sibling,
+	// package, cache, NUMA and PCI locality set (possible and present still
+	// list them).
+	OfflineCPUs []int
 
 	NoCPUFreq bool // no /sys/devices/system/cpu/cpufreq (VMs)
 	NoCPUIdle bool // no cpuidle states

@@ -15,10 +15,29 @@ import "strconv"
 //     gi access = 3 + 135*m + 9*g, ci access = 3 + 135*m + 9*g + 1 + c.
 //   - cloudvm: PCI numa_node -1 everywhere, no cpufreq, no cpuidle.
 //   - gh200: Arm, no SMT, CPU-less GPU-memory NUMA nodes 2..17.
+//
+// The CPU-topology shapes, for readers that must not assume the
+// Linux/x86 split numbering or contiguous NUMA nodes:
+//   - snc2xeon: 2 x 20 cores x 2 threads, socket-interleaved numbering
+//     (even CPUs socket 0, odd socket 1) and SNC2 with round-robin cores:
+//     node0 = 0,4,..,36,40,44,..,76; node1 = 2,6,..,38,42,..,78;
+//     node2 = 1,5,..,37,41,..,77; node3 = 3,7,..,39,43,..,79. Sparse
+//     core_id (0-4,8-12,16-20,24-28). One V100 on each NUMA node.
+//   - bulldozer: 2 x 16 cores, compute units of 2 cores: thread_siblings
+//     lists 2 CPUs (0-1, 2-3, ...) with distinct core_id; cpuinfo says
+//     siblings 16, cpu cores 8. Nodes 0-3 are 8 contiguous cores each.
+//   - altra: 1 x 80 cores, cluster_cpus pairs (0-1, 2-3, ...); every list
+//     file ends in "\n\x00".
+//   - thunderx2: 2 x 28 cores x 4 threads, compact numbering (cpu0-3 are
+//     core 0 of socket 0; socket 1 is 112-223), physical_package_id -1.
+//   - oldkernel: 1 x 8 cores x 2 threads (split), a 3.10 kernel (no
+//     cpu/online, core_cpus, package_cpus, die_* or cluster_* files), CPUs
+//     7 and 15 (core 7) offline: online CPUs 0-6,8-14.
 
 // All returns every shape, in a fixed order.
 func All() []Shape {
-	return []Shape{dgxh100(), dgxa100(), cloudvm(), dgxb200(), gh200()}
+	return []Shape{dgxh100(), dgxa100(), cloudvm(), dgxb200(), gh200(),
+		snc2xeon(), bulldozer(), altra(), thunderx2(), oldkernel()}
 }
 
 // ByName returns the shape called name.
@@ -278,6 +297,172 @@ func gh200() Shape {
 		NICs: []NIC{
 			{BusID: "0002:01:00.0", NUMANode: 0, IBName: "mlx5_0", NetName: "ibP2p1s0", Ports: ndr()},
 			{BusID: "0012:01:00.0", NUMANode: 1, IBName: "mlx5_1", NetName: "ibP18p1s0", Ports: ndr()},
+		},
+	}
+}
+
+// edr is an active 100 Gb/s InfiniBand port (ConnectX-5).
+func edr() []IBPort {
+	return []IBPort{{State: "4: ACTIVE", Rate: "100 Gb/sec (4X EDR)", LinkLayer: "InfiniBand"}}
+}
+
+// snc2xeon: two Xeon Gold 6230 (Cascade Lake) in SNC2 mode, whose BIOS
+// numbers cores round-robin across sockets and sub-NUMA clusters: a socket's
+// even cores form its first NUMA node, its odd cores the second. Four V100
+// PCIe, one per NUMA node (each behind a root port and switch of its own),
+// a ConnectX-5 EDR HCA on node 0.
+func snc2xeon() Shape {
+	const (
+		name  = "Tesla V100-PCIE-32GB"
+		devID = 0x1db6
+	)
+	gpu := func(bus string, minor int, uuid string, numa int) GPU {
+		return GPU{BusID: bus, Minor: minor, UUID: uuid, Name: name, DeviceID: devID,
+			NUMANode: numa, PCISwitch: minor + 1}
+	}
+	return Shape{
+		Name:             "snc2xeon",
+		Hostname:         "snc2xeon-01",
+		GPUModel:         "",
+		CPUVendor:        "GenuineIntel",
+		CPUModel:         "Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz",
+		Sockets:          2,
+		CoresPerSocket:   20,
+		ThreadsPerCore:   2,
+		NUMAPerSocket:    2,
+		MemoryMiBPerNode: 96 * 1024,
+		Numbering:        "socket-interleaved",
+		NUMAInterleave:   true,
+		CoreIDs:          []int{0, 1, 2, 3, 4, 8, 9, 10, 11, 12, 16, 17, 18, 19, 20, 24, 25, 26, 27, 28},
+		GPUs: []GPU{
+			gpu("0000:18:00.0", 0, "GPU-c8ea338e-9a42-4af3-880d-a728de631155", 0),
+			gpu("0000:3b:00.0", 1, "GPU-96199cc7-258d-49e3-a9aa-cbef7b691fbb", 1),
+			gpu("0000:86:00.0", 2, "GPU-03d49490-e955-4342-8921-cd6c691461a9", 2),
+			gpu("0000:af:00.0", 3, "GPU-7b81c2e1-2984-448e-8356-ba89a2b8d672", 3),
+		},
+		NICs: []NIC{
+			{BusID: "0000:5e:00.0", NUMANode: 0, IBName: "mlx5_0", NetName: "ibp94s0", Ports: edr(), PCISwitch: 5},
+		},
+	}
+}
+
+// bulldozer: two Opteron 6380 (Piledriver). Each package holds two 8-core
+// dies (a NUMA node and an L3 each); two cores form a compute unit sharing
+// its L1i and L2, so thread_siblings pairs cores with distinct core_id. Two
+// P100 PCIe, on nodes 0 and 2.
+func bulldozer() Shape {
+	const (
+		name  = "Tesla P100-PCIE-16GB"
+		devID = 0x15f8
+	)
+	return Shape{
+		Name:             "bulldozer",
+		Hostname:         "opteron-01",
+		GPUModel:         "",
+		CPUVendor:        "AuthenticAMD",
+		CPUModel:         "AMD Opteron(tm) Processor 6380",
+		Sockets:          2,
+		CoresPerSocket:   16,
+		ThreadsPerCore:   1,
+		NUMAPerSocket:    2,
+		MemoryMiBPerNode: 64 * 1024,
+		ComputeUnitCores: 2,
+		GPUs: []GPU{
+			{BusID: "0000:03:00.0", Minor: 0, UUID: "GPU-ee446987-7876-42aa-8526-719d4c25696b",
+				Name: name, DeviceID: devID, NUMANode: 0, PCISwitch: 1},
+			{BusID: "0000:43:00.0", Minor: 1, UUID: "GPU-d6e083ef-5355-4b7c-9157-8066d4cd8a36",
+				Name: name, DeviceID: devID, NUMANode: 2, PCISwitch: 2},
+		},
+	}
+}
+
+// altra: one Ampere Altra Q80-30, 80 Neoverse N1 cores in clusters of two,
+// on a kernel that ends every CPU list file in a NUL. Two A100 80GB PCIe,
+// each in a PCI domain of its own.
+func altra() Shape {
+	const (
+		name  = "NVIDIA A100 80GB PCIe"
+		devID = 0x20b5
+	)
+	return Shape{
+		Name:             "altra",
+		Hostname:         "altra-01",
+		GPUModel:         "",
+		CPUVendor:        "",
+		CPUModel:         "Neoverse-N1",
+		Sockets:          1,
+		CoresPerSocket:   80,
+		ThreadsPerCore:   1,
+		NUMAPerSocket:    1,
+		MemoryMiBPerNode: 512 * 1024,
+		ClusterCores:     2,
+		ListNUL:          true,
+		GPUs: []GPU{
+			{BusID: "0004:01:00.0", Minor: 0, UUID: "GPU-69b30c11-7197-41ef-9db6-dd614410c80c",
+				Name: name, DeviceID: devID, NUMANode: 0},
+			{BusID: "000c:01:00.0", Minor: 1, UUID: "GPU-ab1f2489-70cf-4169-bbfc-f723a75a8cda",
+				Name: name, DeviceID: devID, NUMANode: 0},
+		},
+	}
+}
+
+// thunderx2: two Cavium ThunderX2 CN9975, 28 cores of 4 threads each,
+// numbered compactly (a core's threads are consecutive), with firmware that
+// leaves physical_package_id at -1. One NUMA node per socket, one V100 PCIe
+// on each.
+func thunderx2() Shape {
+	const (
+		name  = "Tesla V100-PCIE-32GB"
+		devID = 0x1db6
+	)
+	return Shape{
+		Name:             "thunderx2",
+		Hostname:         "tx2-01",
+		GPUModel:         "",
+		CPUVendor:        "",
+		CPUModel:         "Cavium ThunderX2 CN9975",
+		Sockets:          2,
+		CoresPerSocket:   28,
+		ThreadsPerCore:   4,
+		NUMAPerSocket:    1,
+		MemoryMiBPerNode: 256 * 1024,
+		Numbering:        "compact",
+		PackageIDUnknown: true,
+		GPUs: []GPU{
+			{BusID: "0000:01:00.0", Minor: 0, UUID: "GPU-4d645f9b-5bfb-44e9-88d8-9c4e5ed57a66",
+				Name: name, DeviceID: devID, NUMANode: 0},
+			{BusID: "0002:01:00.0", Minor: 1, UUID: "GPU-e05f91c9-5e2d-4db9-86d2-26b16eb076d9",
+				Name: name, DeviceID: devID, NUMANode: 1},
+		},
+	}
+}
+
+// oldkernel: one Xeon E5-2620 v4 (Broadwell) on a CentOS 7 (3.10) kernel,
+// which has neither cpu/online nor the newer topology files, with both
+// threads of core 7 taken offline. Two Tesla P40.
+func oldkernel() Shape {
+	const (
+		name  = "Tesla P40"
+		devID = 0x1b38
+	)
+	return Shape{
+		Name:             "oldkernel",
+		Hostname:         "centos7-gpu-01",
+		GPUModel:         "",
+		CPUVendor:        "GenuineIntel",
+		CPUModel:         "Intel(R) Xeon(R) CPU E5-2620 v4 @ 2.10GHz",
+		Sockets:          1,
+		CoresPerSocket:   8,
+		ThreadsPerCore:   2,
+		NUMAPerSocket:    1,
+		MemoryMiBPerNode: 128 * 1024,
+		OldKernel:        true,
+		OfflineCPUs:      []int{7, 15},
+		GPUs: []GPU{
+			{BusID: "0000:02:00.0", Minor: 0, UUID: "GPU-c9a1681a-7176-4d50-ad79-7ab3972f15c2",
+				Name: name, DeviceID: devID, NUMANode: 0},
+			{BusID: "0000:03:00.0", Minor: 1, UUID: "GPU-7d6a3013-a52c-4c2a-bd34-83bcfc915a5b",
+				Name: name, DeviceID: devID, NUMANode: 0},
 		},
 	}
 }
