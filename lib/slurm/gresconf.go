@@ -43,7 +43,7 @@ type GresLine struct {
 	MultipleFiles []string
 
 	// Cores is Cores= (or the deprecated CPUs=): Slurm's abstract core ids
-	// (hwloc's Core L#), not OS CPU ids. HasCores says it was given.
+	// (slurmd's numbering, see lib/topo), not OS CPU ids. HasCores says it was given.
 	Cores    cpuset.Set
 	HasCores bool
 
