@@ -6,7 +6,9 @@
 // What a root holds:
 //   - CPUs: /sys/devices/system/cpu (online/possible/present, per-CPU
 //     topology with masks and lists, caches, cpufreq policies and cpuidle
-//     states unless the shape has none), /sys/bus/cpu, /proc/cpuinfo.
+//     states unless the shape has none), /sys/bus/cpu, /proc/cpuinfo. CPU
+//     numbering, NUMA membership, core ids, compute units, clusters, offline
+//     CPUs and kernel age follow the shape (see nodeshape.Shape).
 //   - NUMA: /sys/devices/system/node (cpumap, cpulist, distance, meminfo,
 //     hugepages), /sys/bus/node, /proc/meminfo.
 //   - PCI: a realistic hierarchy (root ports, PCIe switches) under
