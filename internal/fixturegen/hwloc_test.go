@@ -141,14 +141,9 @@ func TestHwlocReadsShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// hwloc knows AMD compute units (family 21) only on an x86
-			// machine; with HWLOC_FSROOT it learns the architecture from
-			// uname only when told this is the running system.
-			var env []string
-			if s.ComputeUnitCores > 1 {
-				env = append(env, "HWLOC_THISSYSTEM=1")
-			}
-			all := lstopo(t, dir, env...)
+			// proc/hwloc-nofile-info tells hwloc the architecture, so it
+			// splits AMD compute units (family 21) into cores as on x86.
+			all := lstopo(t, dir)
 			checkCPUs(t, s, l, all)
 			if want, ok := hwlocPackages[s.Name]; ok {
 				checkPackages(t, all, want)
@@ -171,7 +166,7 @@ func TestHwlocReadsShapes(t *testing.T) {
 			}
 			checkNUMA(t, l, all, dropped)
 			if len(dropped) > 0 {
-				checkNUMA(t, l, lstopo(t, dir, append(env, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1")...), nil)
+				checkNUMA(t, l, lstopo(t, dir, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1"), nil)
 			}
 			checkIO(t, s, l, all)
 		})

@@ -1,6 +1,9 @@
 package fixturegen
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // dmi is a node's SMBIOS identity.
 type dmi struct {
@@ -51,10 +54,9 @@ func writeSystem(t *tree, l *layout) {
 
 	t.line("proc/sys/kernel/hostname", l.s.Hostname)
 	t.line("proc/sys/kernel/ostype", "Linux")
-	t.line("proc/sys/kernel/osrelease", "6.1.0-28-"+map[bool]string{true: "arm64", false: "amd64"}[l.isArm()])
+	t.line("proc/sys/kernel/osrelease", l.osRelease())
 	cmdline := "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=0b3e4c4e-7f34-4e4e-9b4e-3f0e6e1f2a10 ro quiet"
 	if l.s.OldKernel { // a CentOS 7 kernel
-		t.line("proc/sys/kernel/osrelease", "3.10.0-1160.119.1.el7.x86_64")
 		cmdline = "BOOT_IMAGE=/vmlinuz-3.10.0-1160.119.1.el7.x86_64 root=UUID=0b3e4c4e-7f34-4e4e-9b4e-3f0e6e1f2a10 ro crashkernel=auto rhgb quiet"
 	}
 	if l.isArm() {
@@ -63,6 +65,11 @@ func writeSystem(t *tree, l *layout) {
 		cmdline += " intel_iommu=on iommu=pt"
 	}
 	t.line("proc/cmdline", cmdline)
+	// What hwloc-gather-topology records of uname for a captured root:
+	// under HWLOC_FSROOT hwloc learns the architecture only from this file,
+	// and applies its x86 quirks (AMD compute units) only with it.
+	t.file("proc/hwloc-nofile-info", fmt.Sprintf("OSName: Linux\nOSRelease: %s\nHostName: %s\nArchitecture: %s\n",
+		l.osRelease(), l.s.Hostname, map[bool]string{true: "aarch64", false: "x86_64"}[l.isArm()]))
 
 	thp := "sys/kernel/mm/transparent_hugepage"
 	if l.s.PCINUMAUnknown {
@@ -104,4 +111,16 @@ func writeSystem(t *tree, l *layout) {
 		}
 	}
 	t.line(cg+"/cpuset.mems.effective", cpuList(mems))
+}
+
+// osRelease is the kernel release of the shape: Debian 12's, or CentOS 7's
+// for an OldKernel shape.
+func (l *layout) osRelease() string {
+	switch {
+	case l.s.OldKernel:
+		return "3.10.0-1160.119.1.el7.x86_64"
+	case l.isArm():
+		return "6.1.0-28-arm64"
+	}
+	return "6.1.0-28-amd64"
 }
