@@ -138,3 +138,25 @@ func TestHasComputeUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsPerCoreAsSlurmd: slurmd -C divides CPUs by cores; a hybrid CPU
+// (P-cores of 2 threads, E-cores of 1) has 1 thread per core to Slurm.
+func TestThreadsPerCoreAsSlurmd(t *testing.T) {
+	s := cpuSets{
+		online:   cpuset.Range(0, 5),
+		packages: []idSet{{0, cpuset.Range(0, 5)}},
+		cores:    []cpuset.Set{cpuset.New(0, 1), cpuset.New(2, 3), cpuset.New(4), cpuset.New(5)},
+	}
+	cores, sockets := numberCores(s, nil)
+	n := &Node{CPUs: s.cpuList(cores), Cores: cores, Sockets: sockets}
+	if got := n.ThreadsPerCore(); got != 1 {
+		t.Errorf("hybrid: ThreadsPerCore = %d, want 1", got)
+	}
+	s.cores = s.cores[:2]
+	s.online = cpuset.Range(0, 3)
+	s.packages = []idSet{{0, cpuset.Range(0, 3)}}
+	cores, sockets = numberCores(s, nil)
+	if n := (&Node{CPUs: s.cpuList(cores), Cores: cores, Sockets: sockets}); n.ThreadsPerCore() != 2 {
+		t.Errorf("SMT2: ThreadsPerCore = %d", n.ThreadsPerCore())
+	}
+}

@@ -194,15 +194,14 @@ func (n *Node) CPUsOfCores(cores cpuset.Set) cpuset.Set {
 	return out
 }
 
-// ThreadsPerCore is the largest number of hardware threads of a core.
+// ThreadsPerCore is the threads per core as slurmd -C counts them: online
+// CPUs divided by cores, rounded down (1 on a hybrid CPU whose E-cores have
+// one thread each; Slurm then logs that the counts do not divide).
 func (n *Node) ThreadsPerCore() int {
-	t := 1
-	for _, c := range n.Cores {
-		if s := c.CPUs.Size(); s > t {
-			t = s
-		}
+	if len(n.Cores) == 0 {
+		return 1
 	}
-	return t
+	return max(len(n.CPUs)/len(n.Cores), 1)
 }
 
 // CPUNUMANodes returns the NUMA nodes that have CPUs.
