@@ -19,7 +19,6 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/hook"
-	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -59,7 +58,7 @@ func command(op string, e cli.Env) int {
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan and write nothing (no spool, lock, metrics, log file or syslog)")
-	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and exit 0 (valid) or 2")
+	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration, check its GPU values against this node's GPUs, exit 0 (ok), 2 (invalid) or 1 (the default profile does not fit)")
 	fs.StringVar(&f.jobID, "job-id", "", "job id (default SLURM_JOB_ID)")
 	fs.StringVar(&f.jobUser, "job-user", "", "job user (default SLURM_JOB_USER)")
 	fs.StringVar(&f.jobGPUs, "job-gpus", "", "job GPU indices, e.g. 0,1 (default SLURM_JOB_GPUS)")
@@ -77,13 +76,7 @@ func command(op string, e cli.Env) int {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	if f.checkConfig {
-		for _, name := range cfg.ProfileNames() {
-			if _, err := cfg.Profile(name); err != nil {
-				return cli.Fail(stderr, prog, cli.ExitBadInput, err)
-			}
-		}
-		fmt.Fprintf(stdout, "%s: %s is valid (%s)\n", prog, cfg.File, plural.Count(len(cfg.Profiles), "profile", "profiles"))
-		return cli.ExitOK
+		return checkConfig(prog, &f.common, cfg, stdout, stderr)
 	}
 	deadline := cfg.General.Deadline
 	if deadline <= 0 {

@@ -41,8 +41,8 @@ type Socket struct {
 // follows. Every set holds online CPUs only.
 type cpuSets struct {
 	online   cpuset.Set
-	packages []idSet     // package_cpus (older kernels: core_siblings), with physical_package_id
-	dies     []idSet     // die_cpus with die_id; dies of one CPU are left out, as hwloc does
+	packages []idSet      // package_cpus (older kernels: core_siblings), with physical_package_id
+	dies     []idSet      // die_cpus with die_id; dies of one CPU are left out, as hwloc does
 	clusters []cpuset.Set // cluster_cpus, of more than one CPU
 	l3       []cpuset.Set // each level-3 cache's shared_cpu_list
 	cores    []cpuset.Set // core_cpus (older kernels: thread_siblings)
