@@ -28,6 +28,13 @@ import (
 // Links= do not reorder them (reversed lines whose Links= put -1 at each
 // GPU's PCI position keep the written order). Slurm reads global Name=
 // lines before NodeName= lines; so does gresMinors.
+//
+// With AutoDetect (not measured: Debian's slurm-wlm ships no NVML plugin),
+// Slurm 22.05's gres_gpu.c (_merge_system_gres_conf) keeps only the
+// detected GPUs that match gres.conf, sorts them by file name and then by
+// the -1 in their Links (NVML's enumeration order), and Type= matching can
+// drop some: too many cases to guess from, so the GPU knobs are skipped
+// there, with the fix in the warning.
 
 // gresConfPath is the gres.conf slurmd reads: the configured one, else the
 // one beside SLURM_CONF, else /etc/slurm/gres.conf (a node path, read under
@@ -53,7 +60,7 @@ func gresMinors(g *slurm.GresConf, node, name string) ([]int, error) {
 		return nil, err
 	}
 	if ad != "" && !strings.EqualFold(ad, "off") {
-		return nil, fmt.Errorf("%s: AutoDetect=%s: Slurm numbers the GPUs it finds itself", g.File, ad)
+		return nil, fmt.Errorf("%s: AutoDetect=%s: Slurm numbers the GPUs it finds itself (write gres.conf with gpuprep-gres, AutoDetect=off, to have the job's GPUs tuned)", g.File, ad)
 	}
 	var devs []slurm.GresDevice
 	for _, global := range []bool{true, false} {

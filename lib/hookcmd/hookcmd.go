@@ -78,36 +78,43 @@ func command(op string, e cli.Env) int {
 	if f.checkConfig {
 		return checkConfig(prog, &f.common, cfg, stdout, stderr)
 	}
+	logs, code := openLogs(op, prog, &f, cfg, getenv, stderr)
+	if logs == nil {
+		return code
+	}
+	defer logs.Close()
 	deadline := cfg.General.Deadline
 	if deadline <= 0 {
 		deadline = 30 * time.Second
 	}
 	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
-		return run(ctx, op, prog, &f, cfg, getenv, stdout, stderr)
+		return run(ctx, op, prog, &f, cfg, logs, getenv, stdout, stderr)
 	})
 	if timedOut {
-		// A hung NVML call or file system: never hang slurmd.
-		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("deadline of %s passed (config general.deadline)", deadline))
+		// A hung NVML call or file system: never hang slurmd. The reason
+		// goes to syslog and the log file too, like any other failure.
+		err := fmt.Errorf("deadline of %s passed (config general.deadline)", deadline)
+		logs.Daemon.Error(op+" failed", "err", err)
+		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
 	}
 	return code
 }
 
-func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
-	started := time.Now()
-	// A hook logs info, or only warnings when the level is warn or error,
-	// or debug when asked for by name.
+// openLogs sets up a hook's logging: it logs info, or only warnings when the
+// level is warn or error, or debug when asked for by name. Under slurmd
+// stderr is the drain reason: only cli.Fail's line goes there. A dry run or
+// a report writes nothing, the log file and syslog included. A nil result
+// comes with the exit code of a bad level.
+func openLogs(op, prog string, f *flags, cfg *config.Config, getenv func(string) string, stderr io.Writer) (*cli.Logs, int) {
 	level := slog.LevelInfo
 	if lvl, err := f.common.Level(cfg); err != nil {
-		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+		return nil, cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	} else if lvl > slog.LevelInfo {
 		level = slog.LevelWarn
 	}
 	if f.common.LogLevel == "debug" || (f.common.LogLevel == "" && strings.EqualFold(cfg.General.LogLevel, "debug")) {
 		level = slog.LevelDebug
 	}
-	// Under slurmd stderr is the drain reason: only cli.Fail's line goes
-	// there. A dry run or a report writes nothing, the log file and syslog
-	// included.
 	underSlurm := getenv("SLURM_SCRIPT_CONTEXT") != ""
 	readOnly := f.dryRun || f.report
 	logFile := cfg.General.LogFile
@@ -115,7 +122,11 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 		logFile = ""
 	}
 	logs := cli.SinkLogger(prog, logFile, level, underSlurm, readOnly, stderr)
-	defer logs.Close()
+	return &logs, cli.ExitOK
+}
+
+func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, getenv func(string) string, stdout, stderr io.Writer) int {
+	started := time.Now()
 	// fail logs a failure to the log file and syslog only, and prints it as
 	// the one stderr line: once on a terminal, the reason under slurmd.
 	dlog := logs.Daemon
@@ -129,7 +140,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, get
 		dir = cfg.General.StateDir
 	}
 	open := state.Open
-	if readOnly {
+	if f.dryRun || f.report {
 		open = state.OpenReadOnly // creates nothing; an absent spool is empty
 	}
 	sp, err := open(dir)
