@@ -8,25 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"gpuprep/lib/gpu"
-	"gpuprep/lib/host"
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/slurm"
 )
-
-// fixtureGPUs lists the fixture root's GPUs in PCI bus order (procfs).
-func fixtureGPUs(t *testing.T, root string) []gpu.Device {
-	t.Helper()
-	b, err := gpu.Open("procfs", host.NewRoot(root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	devs, err := b.Devices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return devs
-}
 
 // writeGresConf writes root/etc/slurm/gres.conf: text, or when "" one
 // File= line per GPU in PCI bus order (as gpuprep-gres writes it), so that
@@ -35,7 +19,7 @@ func writeGresConf(t *testing.T, root, text string) {
 	t.Helper()
 	if text == "" {
 		var b strings.Builder
-		for _, d := range fixtureGPUs(t, root) {
+		for _, d := range testroot.GPUs(t, root) {
 			fmt.Fprintf(&b, "Name=gpu File=/dev/nvidia%d\n", d.Minor)
 		}
 		text = b.String()
@@ -104,7 +88,7 @@ func TestGresMinors(t *testing.T) {
 // order (the GPU at the lowest bus id is /dev/nvidia2).
 func TestMapJobGPUs(t *testing.T) {
 	e := newEnv(t, "dgxh100", "procfs")
-	all := fixtureGPUs(t, e.root)
+	all := testroot.GPUs(t, e.root)
 	if all[0].Minor == 0 {
 		t.Fatal("fixture: the first GPU in bus order is /dev/nvidia0; the test needs minors out of PCI order")
 	}
@@ -136,7 +120,7 @@ func TestMapJobGPUs(t *testing.T) {
 // N-th in bus order; without a usable gres.conf it tunes no GPU and warns.
 func TestPrologTunesTheJobsGPUs(t *testing.T) {
 	e := newEnv(t, "dgxh100", "mock:dgxh100")
-	all := fixtureGPUs(t, e.root)
+	all := testroot.GPUs(t, e.root)
 	uuidOf := map[int]string{}
 	for _, d := range all {
 		uuidOf[d.Minor] = d.UUID

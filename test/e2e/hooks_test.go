@@ -63,7 +63,7 @@ func newHookNode(t *testing.T) *hookNode {
 func pciGresConf(t *testing.T, root string) string {
 	t.Helper()
 	var gres strings.Builder
-	for _, d := range fixtureGPUs(t, root) {
+	for _, d := range testroot.GPUs(t, root) {
 		fmt.Fprintf(&gres, "Name=gpu File=/dev/nvidia%d\n", d.Minor)
 	}
 	return gres.String()

@@ -10,25 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"gpuprep/lib/gpu"
-	"gpuprep/lib/host"
+	"gpuprep/internal/testroot"
 	"gpuprep/test/slurmharness"
 )
-
-// fixtureGPUs lists a fixture root's GPUs in PCI bus order (procfs).
-func fixtureGPUs(t *testing.T, root string) []gpu.Device {
-	t.Helper()
-	b, err := gpu.Open("procfs", host.NewRoot(root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	devs, err := b.Devices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return devs
-}
 
 // gresOrders are gres.conf texts for GPUs with the given minors in PCI
 // order, and the minor of each of Slurm's GPU indexes they should give:
@@ -90,7 +74,7 @@ func TestSlurmJobGPUsAreGresOrder(t *testing.T) {
 		t.Skip("no cgroup v1 devices controller here (cgroup v2 needs systemd/dbus for Slurm 22.05)")
 	}
 	var pci []int
-	for _, d := range fixtureGPUs(t, newHookNode(t).root) {
+	for _, d := range testroot.GPUs(t, newHookNode(t).root) {
 		pci = append(pci, d.Minor)
 	}
 	if !slices.Equal(pci, []int{2, 3, 0, 1, 6, 7, 4, 5}) {
@@ -187,7 +171,7 @@ func TestHooksTuneTheJobsGPUsInSlurm(t *testing.T) {
 			n := newHookNode(t)
 			n.writeGresConf(c.text)
 			uuidOf := map[int]string{}
-			for _, d := range fixtureGPUs(t, n.root) {
+			for _, d := range testroot.GPUs(t, n.root) {
 				uuidOf[d.Minor] = d.UUID
 			}
 			// A warm cycle over every GPU so the mock GPUs' saved
