@@ -15,6 +15,7 @@ const (
 	levelNUMA
 	levelL3
 	levelCluster
+	levelDistanceGroup
 )
 
 // level is one CPU group of the tree.
@@ -26,11 +27,12 @@ type level struct {
 // numberCores numbers cores the way Slurm does for gres.conf Cores= and
 // its abstract CPU ids (xcpuinfo_hwloc_topo_get): in hwloc's logical order,
 // which is a depth-first walk of the tree package > die > NUMA node > L3 >
-// cluster > core, each object's children sorted by their first CPU. Where
+// cluster > core, each object's children sorted by their first CPU, plus
+// the groups hwloc makes of NUMA nodes by distance (distanceGroups). Where
 // CPU numbering interleaves the NUMA nodes of a socket (Intel SNC with
 // round-robin numbering) this differs from sorting cores by first CPU.
-// numa holds the CPU sets of the NUMA nodes. Pure: no I/O.
-func numberCores(s cpuSets, numa []cpuset.Set) ([]Core, []Socket) {
+// numa are the NUMA nodes with their distances. Pure: no I/O.
+func numberCores(s cpuSets, numa []NUMANode) ([]Core, []Socket) {
 	cores := s.allCores()
 	packages := s.allPackages()
 	var levels []level
@@ -41,13 +43,24 @@ func numberCores(s cpuSets, numa []cpuset.Set) ([]Core, []Socket) {
 		levels = append(levels, level{d.cpus, levelDie})
 	}
 	for _, n := range numa {
-		levels = append(levels, level{n.Intersection(s.online), levelNUMA})
+		levels = append(levels, level{n.CPUs.Intersection(s.online), levelNUMA})
 	}
 	for _, c := range s.l3 {
 		levels = append(levels, level{c, levelL3})
 	}
 	for _, c := range s.clusters {
 		levels = append(levels, level{c, levelCluster})
+	}
+	nests := func(g cpuset.Set) bool {
+		for _, l := range levels {
+			if !g.IsSubsetOf(l.cpus) && !l.cpus.IsSubsetOf(g) && !g.Intersection(l.cpus).IsEmpty() {
+				return false
+			}
+		}
+		return true
+	}
+	for _, g := range distanceGroups(numa, nests) {
+		levels = append(levels, level{g.Intersection(s.online), levelDistanceGroup})
 	}
 	keys := make([][]int, len(cores))
 	for i, c := range cores {

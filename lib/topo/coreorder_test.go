@@ -21,6 +21,15 @@ func splitCores(n, t int) []cpuset.Set {
 	return out
 }
 
+// numaNodes are NUMA nodes 0.. with these CPUs and no distances.
+func numaNodes(cpus ...cpuset.Set) []NUMANode {
+	out := make([]NUMANode, len(cpus))
+	for i, c := range cpus {
+		out[i] = NUMANode{ID: i, CPUs: c}
+	}
+	return out
+}
+
 func coreCPUs(cores []Core) []string {
 	out := make([]string, len(cores))
 	for i, c := range cores {
@@ -61,7 +70,7 @@ func TestNumberCoresSNCInterleaved(t *testing.T) {
 		l3:       []cpuset.Set{cpuset.New(0, 2, 4, 6), cpuset.New(1, 3, 5, 7)},
 		cores:    splitCores(8, 1),
 	}
-	numa := []cpuset.Set{cpuset.New(0, 4), cpuset.New(2, 6), cpuset.New(1, 5), cpuset.New(3, 7)}
+	numa := numaNodes(cpuset.New(0, 4), cpuset.New(2, 6), cpuset.New(1, 5), cpuset.New(3, 7))
 	cores, sockets := numberCores(s, numa)
 	if got, want := fmt.Sprint(coreCPUs(cores)), "[0 4 2 6 1 5 3 7]"; got != want {
 		t.Errorf("cores %s, want %s", got, want)
@@ -88,7 +97,7 @@ func TestNumberCoresGroups(t *testing.T) {
 		clusters: []cpuset.Set{cpuset.New(0, 4), cpuset.New(3, 7), cpuset.New(1, 5), cpuset.New(2, 6)},
 		cores:    splitCores(8, 1),
 	}
-	cores, _ := numberCores(s, []cpuset.Set{cpuset.Range(0, 7)})
+	cores, _ := numberCores(s, numaNodes(cpuset.Range(0, 7)))
 	if got, want := fmt.Sprint(coreCPUs(cores)), "[0 4 3 7 1 5 2 6]"; got != want {
 		t.Errorf("cores %s, want %s", got, want)
 	}

@@ -78,11 +78,7 @@ func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
 	if n.NUMA, err = readNUMA(r, sets.online); err != nil {
 		return nil, err
 	}
-	numa := make([]cpuset.Set, len(n.NUMA))
-	for i, nd := range n.NUMA {
-		numa[i] = nd.CPUs
-	}
-	n.Cores, n.Sockets = numberCores(sets, numa)
+	n.Cores, n.Sockets = numberCores(sets, n.NUMA)
 	n.CPUs = sets.cpuList(n.Cores)
 	for i := range n.CPUs {
 		for _, nd := range n.NUMA {
