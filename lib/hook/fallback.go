@@ -8,10 +8,11 @@ import (
 // the job chose its profile (selection.unfit_profile): retry with the
 // default profile ("default"), or with the job's profile without its
 // required list ("drop"), or nothing ("fail", or a default selection, or
-// an error that is bad input rather than this node's). how says it in
+// an error that is bad input rather than this node's, or a MIG layout
+// mismatch: the admin's layout, not the user's choice). how says it in
 // words for the job record.
 func fallbackFor(cfg *config.Config, sel config.Selection, err error) (retry config.Selection, how string, ok bool) {
-	if err == nil || !IsNodeError(err) || sel.Source == config.FromDefault {
+	if err == nil || !IsNodeError(err) || isMIGError(err) || sel.Source == config.FromDefault {
 		return sel, "", false
 	}
 	switch cfg.Selection.UnfitProfile {

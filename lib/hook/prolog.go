@@ -33,6 +33,9 @@ type Outcome struct {
 	// Fallback says why the job runs with another profile than it asked
 	// for (selection.unfit_profile); "" when it got its own.
 	Fallback string `json:"fallback,omitempty"`
+	// MIG is the [mig] layout check of each of the job's GPUs that
+	// [mig.layout] names (prolog only).
+	MIG []MIGCheck `json:"mig,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -82,6 +85,17 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	}
 	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
 		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
+	}
+	// The MIG layout is checked before anything is done: a mismatch
+	// fails the prolog with nothing changed.
+	if warn != "" && len(o.Config.MIG.Layout) > 0 {
+		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
+	}
+	checks, migWarns, err := checkMIG(o, gpus)
+	out.MIG = checks
+	out.Warnings = append(out.Warnings, migWarns...)
+	if err != nil {
+		return out, err
 	}
 	s, err := prepare(ctx, o, out, out.Job)
 	if err != nil {

@@ -89,6 +89,9 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, d.Found, d.Kind, d.Expected)
 	}
 	tw.Flush()
+	for _, m := range out.MIG {
+		fmt.Fprintln(w, describeMIGCheck(m))
+	}
 	for _, r := range out.Released {
 		fmt.Fprintln(w, describeReleased(r, out.DryRun))
 	}
@@ -112,4 +115,16 @@ func describeReleased(r hook.Released, dryRun bool) string {
 		verb = "would release"
 	}
 	return fmt.Sprintf("%s job %s: %s", verb, r.Job, r.Reason)
+}
+
+// describeMIGCheck is one line for the MIG layout check of a GPU.
+func describeMIGCheck(m hook.MIGCheck) string {
+	if !m.OK {
+		return "mig: " + m.Reason
+	}
+	s := fmt.Sprintf("mig: GPU %d (%s) ok: %s", m.GPU, m.BusID, m.Want)
+	if m.ProfilesUnverified {
+		s += " (mode and device count; profiles not verified)"
+	}
+	return s
 }
