@@ -65,6 +65,9 @@ metrics_dir = "$spool/textfile"
 # The demo tells a dead job at once; the built-in 5m covers the gap
 # between a job's prolog and its first step.
 dead_job_grace = "0s"
+[mig.layout]
+# The admin's MIG layout: these H100s run without MIG (checked per job).
+all = []
 TOML
 # Slurm's cgroup v2 tree on the simulated node: slurmstepd keeps a
 # job_<id> folder for every running job (PrologFlags=Contain).
@@ -74,6 +77,9 @@ hook=(--root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --s
 # What slurmd gives the hooks for job 4242 on GPUs 0 and 1:
 export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1 SLURMD_NODENAME=dgxh100-01
 gov="$root/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+
+step "Before installing a config: is it valid, and which profiles fit this node's GPUs?" "gpuprep-prolog --check-config"
+"$bin"/gpuprep-prolog --gpu-backend "$backend" --config "$spool/gpuprep.toml" --check-config 2>&1 || true
 
 step "Job 4242 starts: the prolog's plan for the default profile" "gpuprep-prolog --dry-run"
 "$bin"/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null
@@ -106,6 +112,12 @@ export SLURM_JOB_ID=4244 SLURM_JOB_GPUS=3
 rmdir "$scope/job_4244"
 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
 echo "cpu0 governor after both: $(cat "$gov")"
+
+step "A MIG layout the node does not have: the prolog refuses before changing anything (under slurmd: exit 1, the node drains with this reason)" \
+  "gpuprep-prolog --dry-run, [mig.layout] all = [\"7g.80gb\"]"
+sed 's/^all = \[\]/all = ["7g.80gb"]/' "$spool/gpuprep.toml" >"$spool/mig.toml"
+SLURM_JOB_ID=4245 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog --root "$root" --gpu-backend "$backend" --config "$spool/mig.toml" \
+  --state-dir "$spool/state" --dry-run 2>&1 | grep -E '^gpuprep-prolog|^ *mig' || true
 
 step "Whoever is on call: the drift history" "gpuprep-epilog --report"
 "$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report
