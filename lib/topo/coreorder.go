@@ -48,8 +48,17 @@ func numberCores(s cpuSets, numa []NUMANode) ([]Core, []Socket) {
 	for _, c := range s.l3 {
 		levels = append(levels, level{c, levelL3})
 	}
+	// Clusters are mostly the cores themselves (x86: one L2 per core):
+	// those add nothing to the tree and would cost cores x clusters set
+	// comparisons on a large node.
+	isCore := make(map[string]bool, len(cores))
+	for _, c := range cores {
+		isCore[c.String()] = true
+	}
 	for _, c := range s.clusters {
-		levels = append(levels, level{c, levelCluster})
+		if !isCore[c.String()] {
+			levels = append(levels, level{c, levelCluster})
+		}
 	}
 	nests := func(g cpuset.Set) bool {
 		for _, l := range levels {

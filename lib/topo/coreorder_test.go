@@ -169,3 +169,14 @@ func TestThreadsPerCoreAsSlurmd(t *testing.T) {
 		t.Errorf("SMT2: ThreadsPerCore = %d", n.ThreadsPerCore())
 	}
 }
+
+// BenchmarkNumberCores1024 numbers a 1024-CPU node (2 sockets x 256 cores x
+// 2 threads, one cluster per core): the pure part of every topology read.
+func BenchmarkNumberCores1024(b *testing.B) {
+	s := cpuSets{online: cpuset.Range(0, 1023), cores: splitCores(512, 2), clusters: splitCores(512, 2)}
+	s.packages = []idSet{{0, cpuset.MustParse("0-255,512-767")}, {1, cpuset.MustParse("256-511,768-1023")}}
+	numa := numaNodes(cpuset.MustParse("0-255,512-767"), cpuset.MustParse("256-511,768-1023"))
+	for i := 0; i < b.N; i++ {
+		numberCores(s, numa)
+	}
+}
