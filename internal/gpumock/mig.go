@@ -23,13 +23,23 @@ const mockMaxMIGDevices = 7
 // MIG mode, turns MIG on and creates its GPU and compute instances through
 // the mock's own CreateGpuInstance/CreateComputeInstance, so their profile
 // info is the mock's. The GPU instance ids are the shape's; each compute
-// instance spans its GPU instance.
-func completeMIG(d *server.Device, g nodeshape.GPU) error {
+// instance spans its GPU instance. Every later change of the MIG mode or
+// instances is saved through store.
+func completeMIG(d *server.Device, g nodeshape.GPU, store *migStore) error {
+	origMode := d.SetMigModeFunc
+	d.SetMigModeFunc = func(mode int) (nvml.Return, nvml.Return) {
+		a, ret := origMode(mode)
+		if ret == nvml.SUCCESS {
+			store.changed()
+		}
+		return a, ret
+	}
 	orig := d.CreateGpuInstanceFunc
 	d.CreateGpuInstanceFunc = func(info *nvml.GpuInstanceProfileInfo) (nvml.GpuInstance, nvml.Return) {
 		gi, ret := orig(info)
 		if ret == nvml.SUCCESS {
-			completeGI(gi.(*server.GpuInstance))
+			completeGI(gi.(*server.GpuInstance), store)
+			store.changed()
 		}
 		return gi, ret
 	}
@@ -37,7 +47,8 @@ func completeMIG(d *server.Device, g nodeshape.GPU) error {
 	d.CreateGpuInstanceWithPlacementFunc = func(info *nvml.GpuInstanceProfileInfo, p *nvml.GpuInstancePlacement) (nvml.GpuInstance, nvml.Return) {
 		gi, ret := origPlaced(info, p)
 		if ret == nvml.SUCCESS {
-			completeGI(gi.(*server.GpuInstance))
+			completeGI(gi.(*server.GpuInstance), store)
+			store.changed()
 		}
 		return gi, ret
 	}
@@ -93,8 +104,36 @@ func createMIGDevice(d *server.Device, m nodeshape.MIGDevice) error {
 	return fmt.Errorf("no compute instance profile spans a %d-slice GPU instance", info.SliceCount)
 }
 
-// completeGI adds GetComputeInstanceById to a mock GPU instance.
-func completeGI(gi *server.GpuInstance) {
+// completeGI adds GetComputeInstanceById to a mock GPU instance, and saves
+// through store when it or one of its compute instances is created or
+// destroyed.
+func completeGI(gi *server.GpuInstance, store *migStore) {
+	origDestroy := gi.DestroyFunc
+	gi.DestroyFunc = func() nvml.Return {
+		ret := origDestroy()
+		if ret == nvml.SUCCESS {
+			store.changed()
+		}
+		return ret
+	}
+	origCreate := gi.CreateComputeInstanceFunc
+	gi.CreateComputeInstanceFunc = func(info *nvml.ComputeInstanceProfileInfo) (nvml.ComputeInstance, nvml.Return) {
+		ci, ret := origCreate(info)
+		if ret != nvml.SUCCESS {
+			return ci, ret
+		}
+		c := ci.(*server.ComputeInstance)
+		origCIDestroy := c.DestroyFunc
+		c.DestroyFunc = func() nvml.Return {
+			ret := origCIDestroy()
+			if ret == nvml.SUCCESS {
+				store.changed()
+			}
+			return ret
+		}
+		store.changed()
+		return ci, ret
+	}
 	gi.GetComputeInstanceByIdFunc = func(id int) (nvml.ComputeInstance, nvml.Return) {
 		gi.RLock()
 		defer gi.RUnlock()

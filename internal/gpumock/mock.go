@@ -7,6 +7,7 @@ package gpumock
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
@@ -99,14 +100,22 @@ func buildMock(m mockModel, shape nodeshape.Shape, root host.Root) (*server.Serv
 	}
 	for i, d := range devs {
 		completeDevice(d, i, m, shape, devs)
-		if err := completeMIG(d, shape.GPUs[i]); err != nil {
+		store := &migStore{d: d}
+		if err := completeMIG(d, shape.GPUs[i], store); err != nil {
 			return nil, fmt.Errorf("GPU %d: %w", i, err)
 		}
 		st := newMockState(m)
+		pids := ""
 		if !root.IsHost() {
-			st.attach(root.Path("/run/gpuprep-mock/" + d.UUID + ".json"))
+			dir := root.Path("/run/gpuprep-mock/")
+			st.attach(filepath.Join(dir, d.UUID+".json"))
+			if err := store.attach(filepath.Join(dir, d.UUID+".mig.json")); err != nil {
+				return nil, fmt.Errorf("GPU %d: %w", i, err)
+			}
+			pids = filepath.Join(dir, d.UUID+".pids")
 		}
 		st.install(d)
+		installProcesses(d, pids)
 	}
 	return srv, nil
 }

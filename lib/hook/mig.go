@@ -17,10 +17,6 @@ import (
 // fails before it changes anything and does not fall back to another
 // profile (migError).
 
-// reconfigureNotImplemented ends a mismatch reason when [mig] reconfigure
-// is set: this step only checks.
-const reconfigureNotImplemented = "[mig] reconfigure is not implemented yet: change the layout by hand (nvidia-smi mig / mig-parted)"
-
 // MIGCheck is the MIG layout check of one of the job's GPUs, for the log,
 // --dry-run and --json.
 type MIGCheck struct {
@@ -35,6 +31,14 @@ type MIGCheck struct {
 	// ProfilesUnverified: the backend cannot tell MIG profiles (procfs),
 	// so only the mode and the device count were compared.
 	ProfilesUnverified bool `json:"profiles_unverified,omitempty"`
+	// Unreadable: the MIG state could not be read, so the GPU is not
+	// reconfigured either.
+	Unreadable bool `json:"unreadable,omitempty"`
+	// Reconfigure is what [mig] reconfigure did: "reconfigured" (changed
+	// and verified by reading back, Was holding the old layout), "would
+	// reconfigure" in a dry run, or "" when it did nothing.
+	Reconfigure string `json:"reconfigure,omitempty"`
+	Was         string `json:"was,omitempty"`
 }
 
 // migError is a MIG layout mismatch: a node error (the prolog exits 1 and
@@ -79,7 +83,7 @@ func checkMIG(o *Options, gpus []gpu.Device) (checks []MIGCheck, warnings []stri
 		}
 		st, rerr := mr.MIG(d.Index)
 		if rerr != nil {
-			c := MIGCheck{GPU: d.Index, BusID: d.BusID, Want: formatMIGLayout(want), Found: "unreadable",
+			c := MIGCheck{GPU: d.Index, BusID: d.BusID, Want: formatMIGLayout(want), Found: "unreadable", Unreadable: true,
 				Reason: fmt.Sprintf("MIG check on GPU %d (%s): cannot read its MIG state: %v", d.Index, d.BusID, rerr)}
 			checks = append(checks, c)
 			reasons = append(reasons, c.Reason)
@@ -97,11 +101,7 @@ func checkMIG(o *Options, gpus []gpu.Device) (checks []MIGCheck, warnings []stri
 	if len(reasons) == 0 {
 		return checks, warnings, nil
 	}
-	reason := strings.Join(reasons, "; ")
-	if o.Config.MIG.Reconfigure {
-		reason += "; " + reconfigureNotImplemented
-	}
-	return checks, warnings, &migError{node: &NodeError{Reason: reason}}
+	return checks, warnings, &migError{node: &NodeError{Reason: strings.Join(reasons, "; ")}}
 }
 
 // compareMIG compares GPU d's MIG state with the expected layout (profile

@@ -112,7 +112,7 @@ a100 = []
 	e.epilog(1)
 
 	// A mismatch on GPU 0: with the default profile, with a profile the
-	// job chose, and with reconfigure (which only checks for now).
+	// job chose.
 	mismatch := `
 [mig.layout]
 "0" = ["1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"]
@@ -125,7 +125,6 @@ a100 = []
 	}{
 		{"default profile", "", "", wantReason},
 		{"chosen profile", "gpuprep=quiet", "", wantReason},
-		{"reconfigure", "", "[mig]\nreconfigure = true\n", wantReason + "; " + reconfigureNotImplemented},
 	} {
 		withLayout(tc.extra + mismatch)
 		out, err := Prolog(context.Background(), e.opts(2, []int{1, 0}, tc.comment))

@@ -36,6 +36,9 @@ type Outcome struct {
 	// MIG is the [mig] layout check of each of the job's GPUs that
 	// [mig.layout] names (prolog only).
 	MIG []MIGCheck `json:"mig,omitempty"`
+	// MIGGres is the gres.conf Slurm needs after [mig] reconfigure changed
+	// a layout; slurmd must reload it.
+	MIGGres []string `json:"mig_gres,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -94,12 +97,20 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	checks, migWarns, err := checkMIG(o, gpus)
 	out.MIG = checks
 	out.Warnings = append(out.Warnings, migWarns...)
-	if err != nil {
+	fixMIG := canReconfigureMIG(o, checks, err)
+	if err != nil && !fixMIG {
 		return out, err
 	}
 	s, err := prepare(ctx, o, out, out.Job)
 	if err != nil {
 		return out, err
+	}
+	if fixMIG {
+		// Under the node lock, with the other jobs' records read: a
+		// GPU another job holds is never reconfigured.
+		if err := reconfigureMIG(ctx, o, s, out, gpus); err != nil {
+			return out, err
+		}
 	}
 	before := s.jobs[out.Job]
 	scopes := jobScopes(gpus)

@@ -92,6 +92,12 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 	for _, m := range out.MIG {
 		fmt.Fprintln(w, describeMIGCheck(m))
 	}
+	if len(out.MIGGres) > 0 {
+		fmt.Fprintln(w, "gres.conf Slurm now needs (restart slurmd after writing it):")
+		for _, l := range out.MIGGres {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
 	for _, r := range out.Released {
 		fmt.Fprintln(w, describeReleased(r, out.DryRun))
 	}
@@ -119,6 +125,12 @@ func describeReleased(r hook.Released, dryRun bool) string {
 
 // describeMIGCheck is one line for the MIG layout check of a GPU.
 func describeMIGCheck(m hook.MIGCheck) string {
+	switch m.Reconfigure {
+	case "would reconfigure":
+		return fmt.Sprintf("mig: GPU %d (%s) would reconfigure: %s -> %s", m.GPU, m.BusID, m.Found, m.Want)
+	case "reconfigured":
+		return fmt.Sprintf("mig: GPU %d (%s) reconfigured: %s -> %s (read back)", m.GPU, m.BusID, m.Was, m.Found)
+	}
 	if !m.OK {
 		return "mig: " + m.Reason
 	}

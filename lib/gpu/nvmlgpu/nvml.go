@@ -118,16 +118,21 @@ func (b *NVML) Close() error {
 // gpuError names the GPU (index and bus id) and the failed operation around
 // NVML's error. The bus id costs one more NVML call, on the error path only.
 func gpuError(h nvml.Device, index int, what string, ret nvml.Return) error {
-	bus := "bus id unknown"
+	return fmt.Errorf("nvml: GPU %d (%s): %s: %w", index, busOf(h), what, nvmlError(ret))
+}
+
+// busOf is the GPU's PCI bus id (nvmlDeviceGetPciInfo), or "bus id
+// unknown".
+func busOf(h nvml.Device) string {
 	if p, r := h.GetPciInfo(); r == nvml.SUCCESS {
-		bus = busIDOf(p)
+		return busIDOf(p)
 	}
-	return fmt.Errorf("nvml: GPU %d (%s): %s: %w", index, bus, what, nvmlError(ret))
+	return "bus id unknown"
 }
 
 // nvmlErr is an NVML return code as an error: its message is NVML's error
-// string, it unwraps to the nvml.Return, and NOT_SUPPORTED matches
-// gpu.ErrUnsupported.
+// string, it unwraps to the nvml.Return, NOT_SUPPORTED matches
+// gpu.ErrUnsupported and RESET_REQUIRED gpu.ErrResetRequired.
 type nvmlErr struct{ ret nvml.Return }
 
 func nvmlError(ret nvml.Return) error { return nvmlErr{ret} }
@@ -135,5 +140,6 @@ func nvmlError(ret nvml.Return) error { return nvmlErr{ret} }
 func (e nvmlErr) Error() string { return e.ret.Error() }
 func (e nvmlErr) Unwrap() error { return e.ret }
 func (e nvmlErr) Is(target error) bool {
-	return target == gpu.ErrUnsupported && e.ret == nvml.ERROR_NOT_SUPPORTED
+	return (target == gpu.ErrUnsupported && e.ret == nvml.ERROR_NOT_SUPPORTED) ||
+		(target == gpu.ErrResetRequired && e.ret == nvml.ERROR_RESET_REQUIRED)
 }

@@ -1,0 +1,146 @@
+package hook
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/gpu/nvmlgpu"
+	"gpuprep/lib/host"
+)
+
+// [mig] reconfigure on mock:dgxa100 (GPU 0: 3g.20gb + 2g.10gb): a dry run
+// only says what it would do; a GPU a process uses or another job holds is
+// refused with nothing changed; otherwise the layout is changed, read back,
+// kept across processes, and the gres.conf Slurm now needs is given.
+func TestPrologReconfiguresMIG(t *testing.T) {
+	e := newEnv(t, "dgxa100", "mock:dgxa100")
+	layout := func(l string) {
+		t.Helper()
+		c, err := config.Parse("test.toml", []byte(testConfig+"[mig]\nreconfigure = true\n[mig.layout]\n\"0\" = "+l+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.cfg = c
+	}
+	mig := func(b gpu.Backend) string {
+		t.Helper()
+		st, err := b.(gpu.MIGReader).MIG(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return describeMIGState(st)
+	}
+	const before = "3g.20gb+2g.10gb"
+	seven := `["1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"]`
+	uuid := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device).UUID
+	bus := "0000:07:00.0"
+
+	// A dry run says what it would do and does nothing.
+	layout(seven)
+	o := e.opts(1, []int{0}, "")
+	o.DryRun = true
+	out, err := Prolog(context.Background(), o)
+	if err != nil || len(out.MIG) != 1 || out.MIG[0].Reconfigure != "would reconfigure" || mig(e.gpu) != before {
+		t.Fatalf("dry run: err %v MIG %+v, layout %s", err, out.MIG, mig(e.gpu))
+	}
+	bus = out.MIG[0].BusID
+
+	// A process uses the GPU.
+	pids := filepath.Join(e.root, "run/gpuprep-mock", uuid+".pids")
+	if err := os.MkdirAll(filepath.Dir(pids), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(pids, []byte("4242\n77\n"), 0o644)
+	want := "MIG mismatch on GPU 0 (" + bus + "): want 7x1g.5gb, found " + before + "; not reconfigured: in use by process 77, 4242"
+	if _, err := Prolog(context.Background(), e.opts(1, []int{0}, "")); err == nil || err.Error() != want || !IsNodeError(err) {
+		t.Errorf("busy GPU: %v\nwant %s", err, want)
+	}
+	os.Remove(pids)
+
+	// Another job holds the GPU (its prolog ran before the layout was
+	// configured).
+	e.cfg, _ = config.Parse("test.toml", []byte(testConfig))
+	e.prolog(2, []int{0, 1}, "")
+	layout(seven)
+	want = "MIG mismatch on GPU 0 (" + bus + "): want 7x1g.5gb, found " + before + "; not reconfigured: job 2 holds it"
+	if _, err := Prolog(context.Background(), e.opts(3, []int{0}, "")); err == nil || err.Error() != want {
+		t.Errorf("held GPU: %v\nwant %s", err, want)
+	}
+	if mig(e.gpu) != before {
+		t.Errorf("a refused reconfigure changed the layout: %s", mig(e.gpu))
+	}
+	e.epilog(2)
+
+	// Idle: reconfigured, verified, and the job's profile applied.
+	out = e.prolog(4, []int{0}, "")
+	if len(out.MIG) != 1 || out.MIG[0].Reconfigure != "reconfigured" || out.MIG[0].Was != before || out.MIG[0].Found != "7x1g.5gb" || !out.MIG[0].OK {
+		t.Errorf("reconfigure: %+v", out.MIG)
+	}
+	if len(out.Changes) == 0 || e.read("proc/sys/vm/swappiness") != "10" {
+		t.Errorf("profile not applied after a reconfigure: %+v", out.Changes)
+	}
+	migLines := 0
+	for _, l := range out.MIGGres {
+		if strings.Contains(l, "MultipleFiles=") && strings.Contains(l, "1g.5gb") {
+			migLines++
+		}
+	}
+	if migLines != 7 || !slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.Contains(w, "restart slurmd") }) {
+		t.Errorf("gres lines after the change (%d MIG lines): %q\nwarnings %q", migLines, out.MIGGres, out.Warnings)
+	}
+	e.epilog(4)
+	// The layout stays, for a process that opens the GPUs afresh.
+	b2, err := gpu.Open("mock:dgxa100", host.NewRoot(e.root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mig(b2); got != "7x1g.5gb" {
+		t.Errorf("layout read by another process: %s", got)
+	}
+	out = e.prolog(5, []int{0}, "")
+	if out.MIG[0].Reconfigure != "" || !out.MIG[0].OK || len(out.MIGGres) != 0 {
+		t.Errorf("a matching layout was reconfigured again: %+v", out.MIG)
+	}
+	e.epilog(5)
+
+	// MIG off.
+	layout("[]")
+	out = e.prolog(6, []int{0}, "")
+	if out.MIG[0].Reconfigure != "reconfigured" || out.MIG[0].Found != "MIG disabled" || mig(e.gpu) != "MIG disabled" {
+		t.Errorf("MIG off: %+v, layout %s", out.MIG, mig(e.gpu))
+	}
+	e.epilog(6)
+
+	// A mode change that needs a reset the driver could not do.
+	d0 := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device)
+	d0.SetMigModeFunc = func(int) (nvml.Return, nvml.Return) { return nvml.ERROR_RESET_REQUIRED, nvml.SUCCESS }
+	layout(seven)
+	_, err = Prolog(context.Background(), e.opts(7, []int{0}, ""))
+	if err == nil || !IsNodeError(err) || !strings.Contains(err.Error(), "MIG reconfigure on GPU 0 ("+bus+") to 7x1g.5gb failed") ||
+		!strings.Contains(err.Error(), "MIG mode enabled takes effect only after a GPU reset that the driver could not do") {
+		t.Errorf("reset needed: %v", err)
+	}
+}
+
+// A profile this GPU does not have changes nothing and names the ones it
+// has.
+func TestSetMIGLayoutUnknownProfile(t *testing.T) {
+	e := newEnv(t, "dgxa100", "mock:dgxa100")
+	err := e.gpu.(gpu.MIGConfigurer).SetMIGLayout(0, []string{"3g.20gb", "9g.99gb"})
+	if err == nil || !strings.Contains(err.Error(), `MIG profile "9g.99gb": this GPU has no such profile (it has `) || !strings.Contains(err.Error(), "7g.40gb") {
+		t.Errorf("unknown profile: %v", err)
+	}
+	st, _ := e.gpu.(gpu.MIGReader).MIG(0)
+	if got := describeMIGState(st); got != "3g.20gb+2g.10gb" {
+		t.Errorf("layout changed by a refused call: %s", got)
+	}
+}
