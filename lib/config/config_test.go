@@ -408,27 +408,6 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-func TestMIGLayoutFor(t *testing.T) {
-	m := MIGSection{Layout: map[string][]string{"all": {"7g.80gb"}, "h100": {}, "2": {"3g.40gb", "3g.40gb"}}}
-	for _, tc := range []struct {
-		idx  int
-		typ  string
-		want []string
-		ok   bool
-	}{
-		{2, "h100", []string{"3g.40gb", "3g.40gb"}, true},
-		{0, "H100", []string{}, true},
-		{0, "a100", []string{"7g.80gb"}, true},
-	} {
-		got, ok := m.LayoutFor(tc.idx, tc.typ)
-		if ok != tc.ok || !slices.Equal(got, tc.want) {
-			t.Errorf("LayoutFor(%d, %s) = %v %v", tc.idx, tc.typ, got, ok)
-		}
-	}
-	if _, ok := (MIGSection{}).LayoutFor(0, "h100"); ok {
-		t.Error("empty layout matched")
-	}
-}
 
 func BenchmarkParseExample(b *testing.B) {
 	data, err := os.ReadFile(examplePath)

@@ -13,7 +13,6 @@ package config
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -86,18 +85,6 @@ type GresSection struct {
 	Conf string `toml:"conf"`
 }
 
-// MIGSection is [mig]: the MIG layout each GPU is expected to have.
-type MIGSection struct {
-	// Reconfigure lets the prolog change a GPU's MIG layout to the expected
-	// one (needs an idle GPU); false only checks.
-	Reconfigure bool `toml:"reconfigure"`
-	// Layout maps a GPU selector to its MIG devices (profile names such as
-	// "3g.40gb", one entry per device; [] = MIG disabled). A selector is a GPU
-	// index ("0"), a GPU type as gres.conf names it ("h100"), or "all"; the
-	// most specific one applies.
-	Layout map[string][]string `toml:"layout"`
-}
-
 // Tristate is true, false or "auto".
 type Tristate string
 
@@ -141,21 +128,4 @@ func (g GresSection) TypeName(autodetected string) string {
 		}
 	}
 	return autodetected
-}
-
-// LayoutFor returns the MIG devices expected on the GPU with the given index
-// and gres type (as TypeName gives it): the entry for its index, else for its
-// type (case-insensitively), else for "all". ok is false when no entry
-// applies: the GPU's MIG layout is not checked.
-func (m MIGSection) LayoutFor(index int, gpuType string) (layout []string, ok bool) {
-	if l, ok := m.Layout[strconv.Itoa(index)]; ok {
-		return l, true
-	}
-	for k, l := range m.Layout {
-		if gpuType != "" && strings.EqualFold(k, gpuType) {
-			return l, true
-		}
-	}
-	l, ok := m.Layout["all"]
-	return l, ok
 }

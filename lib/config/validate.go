@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuprep/lib/slurm"
 	"gpuprep/lib/suggest"
 )
 
@@ -30,9 +31,12 @@ var (
 	// valid Slurm node feature after constraint_prefix.
 	profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 	// wordRE: GRES names and types, constraint prefixes, comment keys.
-	wordRE        = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	gresNameRE    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	migProfileRE  = regexp.MustCompile(`^[1-9]g\.[0-9]+gb([+-][a-z][a-z.]*)*$`)
+	wordRE       = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	gresNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	migProfileRE = regexp.MustCompile(`^([1-9]c\.)?[1-9]g\.[0-9]+gb([+-][a-z][a-z.]*)*$`)
+	// migSelectorRE: a GPU type, or a model as NVML names it ("NVIDIA
+	// H100 80GB HBM3").
+	migSelectorRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._()-]*$`)
 	backendMockRE = regexp.MustCompile(`^mock:[a-z0-9_-]+$`)
 	logLevels     = []string{"debug", "info", "warn", "error"}
 	backends      = []string{"auto", "nvml", "procfs", "none"} // or mock:<name>
@@ -121,18 +125,44 @@ func checkGres(g *GresSection, ps *problems) {
 }
 
 func checkMIG(m *MIGSection, ps *problems) {
-	for _, sel := range slices.Sorted(maps.Keys(m.Layout)) {
-		key := []string{"mig", "layout", sel}
+	checkMIGLayouts(m.Layout, []string{"mig", "layout"}, ps)
+	for _, expr := range slices.Sorted(maps.Keys(m.Nodes)) {
+		key := []string{"mig", "nodes", expr}
+		if _, err := slurm.ParseHostlist(expr); err != nil {
+			ps.add(key, "%s: not a hostlist expression: %v", formatKey(key), err)
+		}
+		checkMIGLayouts(m.Nodes[expr].Layout, append(key, "layout"), ps)
+	}
+	for _, kind := range []string{"partitions", "requests"} {
+		scopes := m.Partitions
+		if kind == "requests" {
+			scopes = m.Requests
+		}
+		for _, name := range slices.Sorted(maps.Keys(scopes)) {
+			key := []string{"mig", kind, name}
+			if !wordRE.MatchString(name) {
+				ps.add(key, "%s: the name must be letters, digits, '-', '_' or '.'", formatKey(key))
+			}
+			checkMIGLayouts(scopes[name].Layout, append(key, "layout"), ps)
+		}
+	}
+}
+
+// checkMIGLayouts checks one table of layouts: its selectors and profile
+// names.
+func checkMIGLayouts(layouts map[string]MIGLayout, at []string, ps *problems) {
+	for _, sel := range slices.Sorted(maps.Keys(layouts)) {
+		key := append(append([]string(nil), at...), sel)
 		if n, err := strconv.Atoi(sel); err == nil {
 			if n < 0 || n > maxMIGIndex {
 				ps.add(key, "%s: a GPU index must be 0..%d", formatKey(key), maxMIGIndex)
 			}
-		} else if !wordRE.MatchString(sel) {
-			ps.add(key, "%s: the selector must be a GPU index, a GPU type or \"all\"", formatKey(key))
+		} else if !migSelectorRE.MatchString(sel) {
+			ps.add(key, "%s: the selector must be a GPU index, a GPU model, a GPU type or \"all\"", formatKey(key))
 		}
-		for _, dev := range m.Layout[sel] {
+		for _, dev := range layouts[sel] {
 			if !migProfileRE.MatchString(dev) {
-				ps.add(key, "%s: %q is not a MIG profile name such as \"3g.40gb\" or \"1g.10gb+me\"", formatKey(key), dev)
+				ps.add(key, "%s: %q is not a MIG profile name such as \"3g.40gb\", \"1c.3g.40gb\" or \"1g.10gb+me\"", formatKey(key), dev)
 			}
 		}
 	}

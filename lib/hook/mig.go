@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/gresgen"
 )
@@ -22,7 +23,11 @@ import (
 type MIGCheck struct {
 	GPU   int    `json:"gpu"` // the GPU's index, as [mig.layout] keys name it
 	BusID string `json:"bus_id"`
-	Want  string `json:"want"`  // "2x3g.40gb", "MIG disabled"
+	Want  string `json:"want"` // "2x3g.40gb", "MIG disabled"
+	// From is the [mig] table the expected layout came from: "mig" for
+	// [mig.layout], "mig.nodes.<hostlist>", "mig.partitions.<name>",
+	// "mig.requests.<name>".
+	From  string `json:"from"`
 	Found string `json:"found"` // the same form, or what was read
 	OK    bool   `json:"ok"`
 	// Reason is the one-line mismatch ("MIG mismatch on GPU ...") when
@@ -43,7 +48,12 @@ type MIGCheck struct {
 
 // migError is a MIG layout mismatch: a node error (the prolog exits 1 and
 // Slurm drains the node) that the user-profile fallback leaves alone.
-type migError struct{ node *NodeError }
+type migError struct {
+	node *NodeError
+	// refused: [mig] reconfigure changed nothing because a GPU was not
+	// safe to change (busy, held by another job, backend cannot).
+	refused bool
+}
 
 func (e *migError) Error() string { return e.node.Reason }
 func (e *migError) Unwrap() error { return e.node }
@@ -54,13 +64,20 @@ func isMIGError(err error) bool {
 	return errors.As(err, &me)
 }
 
-// checkMIG checks the MIG layout of the job's GPUs that [mig.layout] names
-// (their gres type as gpuprep-gres names it, after [gres.type_names]). It
-// reads the state through the backend's MIGReader and changes nothing. err
-// is a migError naming every mismatch; warnings say what was not checked
-// or verified.
-func checkMIG(o *Options, gpus []gpu.Device) (checks []MIGCheck, warnings []string, err error) {
-	if len(o.Config.MIG.Layout) == 0 || len(gpus) == 0 {
+// migWanted is the layout [mig] expects on GPU d for this job and node
+// (config.MIGSection.LayoutFor), and the table that gave it.
+func migWanted(o *Options, d gpu.Device, w config.MIGWhere) ([]string, string, bool) {
+	g := config.MIGGPU{Index: d.Index, Model: d.Name, Type: gresgen.TypeFor(d.Name, o.Config.Gres.TypeNames)}
+	return o.Config.MIG.LayoutFor(g, w)
+}
+
+// checkMIG checks the MIG layout of the job's GPUs that [mig] gives a
+// layout for, on this node, in the job's partition, or as the job
+// requested (w). It reads the state through the backend's MIGReader and
+// changes nothing. err is a migError naming every mismatch; warnings say
+// what was not checked or verified.
+func checkMIG(o *Options, gpus []gpu.Device, w config.MIGWhere) (checks []MIGCheck, warnings []string, err error) {
+	if !o.Config.MIG.Configured() || len(gpus) == 0 {
 		return nil, nil, nil
 	}
 	var mr gpu.MIGReader
@@ -70,7 +87,7 @@ func checkMIG(o *Options, gpus []gpu.Device) (checks []MIGCheck, warnings []stri
 	}
 	var reasons []string
 	for _, d := range gpus {
-		want, has := o.Config.MIG.LayoutFor(d.Index, gresgen.TypeFor(d.Name, o.Config.Gres.TypeNames))
+		want, from, has := migWanted(o, d, w)
 		if !has {
 			continue
 		}
@@ -83,13 +100,14 @@ func checkMIG(o *Options, gpus []gpu.Device) (checks []MIGCheck, warnings []stri
 		}
 		st, rerr := mr.MIG(d.Index)
 		if rerr != nil {
-			c := MIGCheck{GPU: d.Index, BusID: d.BusID, Want: formatMIGLayout(want), Found: "unreadable", Unreadable: true,
+			c := MIGCheck{GPU: d.Index, BusID: d.BusID, Want: formatMIGLayout(want), From: from, Found: "unreadable", Unreadable: true,
 				Reason: fmt.Sprintf("MIG check on GPU %d (%s): cannot read its MIG state: %v", d.Index, d.BusID, rerr)}
 			checks = append(checks, c)
 			reasons = append(reasons, c.Reason)
 			continue
 		}
 		c := compareMIG(d, want, st)
+		c.From = from
 		checks = append(checks, c)
 		if !c.OK {
 			reasons = append(reasons, c.Reason)

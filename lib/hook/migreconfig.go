@@ -3,6 +3,7 @@ package hook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ func canReconfigureMIG(o *Options, checks []MIGCheck, err error) bool {
 // and read back; one that does not verify fails the prolog. In a dry run
 // it says what it would do. After a change it records the gres.conf lines
 // Slurm now needs in out.MIGGres and warns that slurmd must reload them.
-func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome, gpus []gpu.Device) error {
+func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome, gpus []gpu.Device, w config.MIGWhere) error {
 	mc, canSet := gpu.As[gpu.MIGConfigurer](o.GPU)
 	mr, _ := gpu.As[gpu.MIGReader](o.GPU)
 	byIndex := map[int]gpu.Device{}
@@ -64,7 +65,7 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 		todo = append(todo, i)
 	}
 	if len(refused) > 0 {
-		return &migError{node: &NodeError{Reason: strings.Join(refused, "; ")}}
+		return &migError{node: &NodeError{Reason: strings.Join(refused, "; ")}, refused: true}
 	}
 	if o.DryRun {
 		for _, i := range todo {
@@ -80,7 +81,7 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 		}
 		c := out.MIG[i]
 		d := byIndex[c.GPU]
-		want, _ := o.Config.MIG.LayoutFor(d.Index, gresgen.TypeFor(d.Name, o.Config.Gres.TypeNames))
+		want, _, _ := migWanted(o, d, w)
 		o.Log.Info("reconfiguring MIG", "gpu", d.Index, "bus_id", d.BusID, "from", c.Found, "to", c.Want)
 		if err := mc.SetMIGLayout(d.Index, want); err != nil {
 			failed = append(failed, fmt.Sprintf("MIG reconfigure on GPU %d (%s) to %s failed: %v", d.Index, d.BusID, c.Want, err))
@@ -97,7 +98,7 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 			failed = append(failed, fmt.Sprintf("MIG reconfigure on GPU %d (%s) did not verify: want %s, read back %s", d.Index, d.BusID, c.Want, v.Found))
 			continue
 		}
-		v.Reconfigure, v.Was = "reconfigured", c.Found
+		v.From, v.Reconfigure, v.Was = c.From, "reconfigured", c.Found
 		out.MIG[i] = v
 	}
 	if len(changed) > 0 {
@@ -172,4 +173,25 @@ func joinIndexes(v []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// requestNotHonoured handles reconfigureMIG's error err for a job that
+// requested a layout: a request that cannot be made now (a GPU is busy)
+// is the user's choice, which never drains the node, so the job runs on
+// the node's own layout (checked, and reconfigured if need be) with a
+// warning. Without a request, or for a real failure, err stands.
+func requestNotHonoured(ctx context.Context, o *Options, s *spoolState, out *Outcome, gpus []gpu.Device, w config.MIGWhere, err error) error {
+	var me *migError
+	if w.Request == "" || !errors.As(err, &me) || !me.refused {
+		return err
+	}
+	out.Warnings = append(out.Warnings, fmt.Sprintf("MIG layout %q requested but not made (%s); using the node's", w.Request, err))
+	w.Request = ""
+	checks, warns, err := checkMIG(o, gpus, w)
+	out.MIG = checks
+	out.Warnings = append(out.Warnings, warns...)
+	if !canReconfigureMIG(o, checks, err) {
+		return err
+	}
+	return reconfigureMIG(ctx, o, s, out, gpus, w)
 }

@@ -144,3 +144,55 @@ func TestSetMIGLayoutUnknownProfile(t *testing.T) {
 		t.Errorf("layout changed by a refused call: %s", got)
 	}
 }
+
+// A job asks for a layout of [mig.requests] in its comment: it is made
+// when the GPU is idle; when a process uses the GPU the job runs on the
+// node's layout with a warning, and the node is not drained. A partition's
+// layout applies to that partition's jobs.
+func TestPrologMIGRequest(t *testing.T) {
+	e := newEnv(t, "dgxa100", "mock:dgxa100")
+	c, err := config.Parse("test.toml", []byte(testConfig+`
+[mig]
+reconfigure = true
+[mig.layout]
+"0" = ["3g.20gb", "2g.10gb"]
+[mig.partitions.inference.layout]
+"0" = {"1g.5gb" = 7}
+[mig.requests.halves.layout]
+all = {"3g.20gb" = 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = c
+	uuid := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device).UUID
+	pids := filepath.Join(e.root, "run/gpuprep-mock", uuid+".pids")
+	os.MkdirAll(filepath.Dir(pids), 0o755)
+
+	// Busy GPU: the request is not made; the node's layout matches.
+	os.WriteFile(pids, []byte("99\n"), 0o644)
+	out := e.prolog(1, []int{0}, "gpuprep_mig=halves")
+	if out.MIG[0].From != "mig" || !out.MIG[0].OK || out.MIG[0].Reconfigure != "" ||
+		!slices.ContainsFunc(out.Warnings, func(w string) bool {
+			return strings.HasPrefix(w, `MIG layout "halves" requested but not made (`) && strings.Contains(w, "in use by process 99")
+		}) {
+		t.Errorf("busy request: MIG %+v warnings %q", out.MIG, out.Warnings)
+	}
+	e.epilog(1)
+	os.Remove(pids)
+
+	// Idle: the request is made.
+	out = e.prolog(2, []int{0}, "gpuprep_mig=halves")
+	if out.MIG[0].From != "mig.requests.halves" || out.MIG[0].Reconfigure != "reconfigured" || out.MIG[0].Found != "2x3g.20gb" {
+		t.Errorf("request: %+v", out.MIG)
+	}
+	e.epilog(2)
+
+	// The partition's layout.
+	o := e.opts(3, []int{0}, "")
+	o.Job.Partition = "inference"
+	out, err = Prolog(context.Background(), o)
+	if err != nil || out.MIG[0].From != "mig.partitions.inference" || out.MIG[0].Found != "7x1g.5gb" {
+		t.Errorf("partition: %v %+v", err, out.MIG)
+	}
+}

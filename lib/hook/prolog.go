@@ -90,11 +90,18 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
 	}
 	// The MIG layout is checked before anything is done: a mismatch
-	// fails the prolog with nothing changed.
-	if warn != "" && len(o.Config.MIG.Layout) > 0 {
+	// fails the prolog with nothing changed, unless [mig] reconfigure
+	// may fix it.
+	if warn != "" && o.Config.MIG.Configured() {
 		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
 	}
-	checks, migWarns, err := checkMIG(o, gpus)
+	where := config.MIGWhere{Node: o.Node, Partition: o.Job.Partition}
+	var reqWarn string
+	where.Request, reqWarn = o.Config.MIGRequest(o.Job.Comment)
+	if reqWarn != "" {
+		out.Warnings = append(out.Warnings, reqWarn)
+	}
+	checks, migWarns, err := checkMIG(o, gpus, where)
 	out.MIG = checks
 	out.Warnings = append(out.Warnings, migWarns...)
 	fixMIG := canReconfigureMIG(o, checks, err)
@@ -108,8 +115,10 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if fixMIG {
 		// Under the node lock, with the other jobs' records read: a
 		// GPU another job holds is never reconfigured.
-		if err := reconfigureMIG(ctx, o, s, out, gpus); err != nil {
-			return out, err
+		if err := reconfigureMIG(ctx, o, s, out, gpus, where); err != nil {
+			if err = requestNotHonoured(ctx, o, s, out, gpus, where, err); err != nil {
+				return out, err
+			}
 		}
 	}
 	before := s.jobs[out.Job]
