@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,25 +21,7 @@ func TestMIGMismatchDrainsInSlurm(t *testing.T) {
 	n.must("prolog", 1, "0", "")
 	n.must("epilog", 1, "", "")
 	base := n.snap()
-	cfg := strings.Replace(hookConfig, `deadline = "60s"`, "deadline = \"60s\"\ndrain_reason = true", 1) +
-		"[mig.layout]\n\"0\" = [\"7g.80gb\"]\n"
-	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	devDir := t.TempDir()
-	minors := []int{0, 1, 2, 3, 4, 5, 6, 7}
-	slurmharness.MakeDevices(t, devDir, minors)
-	gres := pciGresConf(t, n.root) // SLURM_JOB_GPUS=0 is GPU 0 in bus order
-	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
-	c := slurmharness.Start(t, slurmharness.Options{
-		Gres: "gpu:8", GresConf: strings.ReplaceAll(gres, "/dev/", devDir+"/"),
-		Files: map[string]string{
-			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
-			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
-		},
-		Prolog: "prolog.sh",
-		Epilog: "epilog.sh",
-	})
+	c := startMIGCluster(t, n, "[mig.layout]\n\"0\" = [\"7g.80gb\"]\n")
 	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
 		t.Fatalf("job ran although its GPU's MIG layout mismatches: %s", stderr)
 	}
@@ -52,5 +35,65 @@ func TestMIGMismatchDrainsInSlurm(t *testing.T) {
 	}
 	if d := n.snap().Diff(base, 5); len(d) != 0 {
 		t.Errorf("the failed MIG check changed the node: %v", d)
+	}
+}
+
+// startMIGCluster starts a one-node Slurm whose prolog and epilog run
+// gpuprep on n's fixture root (mock:dgxh100) with drain_reason on and mig
+// appended to the config.
+func startMIGCluster(t *testing.T, n *hookNode, mig string) *slurmharness.Cluster {
+	t.Helper()
+	cfg := strings.Replace(hookConfig, `deadline = "60s"`, "deadline = \"60s\"\ndrain_reason = true", 1) + mig
+	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	devDir := t.TempDir()
+	slurmharness.MakeDevices(t, devDir, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	gres := pciGresConf(t, n.root) // SLURM_JOB_GPUS=0 is GPU 0 in bus order
+	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
+	return slurmharness.Start(t, slurmharness.Options{
+		Gres: "gpu:8", GresConf: strings.ReplaceAll(gres, "/dev/", devDir+"/"),
+		Files: map[string]string{
+			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
+			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
+		},
+		Prolog: "prolog.sh",
+		Epilog: "epilog.sh",
+	})
+}
+
+// TestMIGReconfigureInSlurm: with [mig] reconfigure, a job given GPU 0
+// (MIG disabled, 7g.80gb wanted) runs: its prolog made the layout, which
+// the simulated GPU keeps. Then with MIG disabled wanted and a process on
+// the GPU, the prolog refuses to change it: the job fails and the node
+// drains with the reason.
+func TestMIGReconfigureInSlurm(t *testing.T) {
+	t.Parallel()
+	n := newHookNode(t)
+	n.must("prolog", 1, "0", "")
+	n.must("epilog", 1, "", "")
+	c := startMIGCluster(t, n, "[mig]\nreconfigure = true\n[mig.layout]\n\"0\" = [\"7g.80gb\"]\n")
+	c.MustSrun("--gres=gpu:1", "-n1", "true")
+	saved, _ := filepath.Glob(filepath.Join(n.root, "run/gpuprep-mock/*.mig.json"))
+	var uuid string
+	for _, f := range saved {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), `"mode":1`) && strings.Count(string(b), `"gi":`) == 1 {
+			uuid = strings.TrimSuffix(filepath.Base(f), ".mig.json")
+		}
+	}
+	if uuid == "" {
+		t.Fatalf("no simulated GPU holds one 7g.80gb MIG device after the job (%v):\n%s", saved, c.LogTails(30))
+	}
+
+	cfg, _ := os.ReadFile(n.cfg)
+	os.WriteFile(n.cfg, []byte(strings.Replace(string(cfg), `"0" = ["7g.80gb"]`, `"0" = []`, 1)), 0o644)
+	os.WriteFile(filepath.Join(n.root, "run/gpuprep-mock", uuid+".pids"), []byte("4242\n"), 0o644)
+	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
+		t.Fatalf("job ran although its GPU's layout could not be made: %s", stderr)
+	}
+	const want = "MIG mismatch on GPU 0 (0000:18:00.0): want MIG disabled, found MIG enabled (7g.80gb); not reconfigured: in use by process 4242"
+	st, reason := c.NodeState()
+	if !strings.HasPrefix(st, "drain") || !strings.Contains(reason, want) || !strings.Contains(c.SlurmdLog(), want) {
+		t.Errorf("node state %q reason %q, want drained with %q\n%s", st, reason, want, c.LogTails(30))
 	}
 }
