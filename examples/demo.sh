@@ -119,6 +119,16 @@ sed 's/^all = \[\]/all = ["7g.80gb"]/' "$spool/gpuprep.toml" >"$spool/mig.toml"
 SLURM_JOB_ID=4245 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog --root "$root" --gpu-backend "$backend" --config "$spool/mig.toml" \
   --state-dir "$spool/state" --dry-run 2>&1 | grep -E '^gpuprep-prolog|^ *mig' || true
 
+step "With [mig] reconfigure = true the prolog makes the layout on an idle GPU, reads it back, and gives the gres.conf Slurm now needs" \
+  "gpuprep-prolog --dry-run; gpuprep-prolog (job 4246); gpuprep-epilog"
+printf '[mig]\nreconfigure = true\n' | cat - "$spool/mig.toml" | sed '0,/^\[mig\]$/!{/^\[mig\]$/d}' >"$spool/mig-fix.toml"
+mig=(--root "$root" --gpu-backend "$backend" --config "$spool/mig-fix.toml" --state-dir "$spool/state")
+SLURM_JOB_ID=4246 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${mig[@]}" --dry-run 2>&1 | grep -E '^ *mig' || true
+SLURM_JOB_ID=4246 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${mig[@]}" 2>&1 | grep -E 'MIG layout reconfigured' | sed 's/^time=[^ ]* //'
+echo "gpuprep-gres now (the lines to write to gres.conf before restarting slurmd):"
+"$bin"/gpuprep-gres --root "$root" --gpu-backend "$backend" | grep -E '7g\.80gb|nvidia3 ' | sed 's/^/  /'
+SLURM_JOB_ID=4246 "$bin"/gpuprep-epilog "${mig[@]}" 2>&1 | sed 's/ restored=.*//'
+
 step "Whoever is on call: the drift history" "gpuprep-epilog --report"
 "$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report
 

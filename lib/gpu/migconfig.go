@@ -18,6 +18,9 @@ type MIGConfigurer interface {
 	// profile, largest first. A mode change that needs a reset the driver
 	// could not do is an error matching ErrResetRequired (errors.Is).
 	SetMIGLayout(index int, profiles []string) error
+	// CheckMIGLayout says whether SetMIGLayout could make these profiles
+	// on GPU index (each is one of its MIG profiles), changing nothing.
+	CheckMIGLayout(index int, profiles []string) error
 	// GPUProcesses lists the processes using GPU index, any of its MIG
 	// devices included (their PIDs).
 	GPUProcesses(index int) ([]int, error)

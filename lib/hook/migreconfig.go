@@ -56,7 +56,7 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 		if !canSet {
 			why = fmt.Sprintf("the GPU backend %s cannot change MIG", o.GPU.Name())
 		} else {
-			why = migBusy(mc, s, out.Job, byIndex[c.GPU])
+			why = migRefusal(mc, s, out.Job, byIndex[c.GPU], o, w)
 		}
 		if why != "" {
 			refused = append(refused, c.Reason+"; not reconfigured: "+why)
@@ -117,10 +117,14 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 	return nil
 }
 
-// migBusy says why GPU d must not be reconfigured now ("" when it may):
-// another job's record holds it, or processes use it (the backend's
-// GPUProcesses).
-func migBusy(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device) string {
+// migRefusal says why GPU d must not be reconfigured now ("" when it may):
+// its layout cannot be made on it, another job's record holds it, or
+// processes use it (the backend's GPUProcesses).
+func migRefusal(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device, o *Options, w config.MIGWhere) string {
+	want, _, _ := migWanted(o, d, w)
+	if err := mc.CheckMIGLayout(d.Index, want); err != nil {
+		return "it cannot have that layout: " + err.Error()
+	}
 	for _, job := range s.jobOrder() {
 		if job != self && slices.Contains(s.jobs[job].GPUs, d.UUID) {
 			return "job " + job + " holds it"

@@ -44,9 +44,17 @@ func TestPrologReconfiguresMIG(t *testing.T) {
 	uuid := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device).UUID
 	bus := "0000:07:00.0"
 
+	// A layout this GPU cannot have is refused, even in a dry run.
+	layout(`["7g.80gb"]`)
+	o := e.opts(1, []int{0}, "")
+	o.DryRun = true
+	if _, err := Prolog(context.Background(), o); err == nil || !strings.Contains(err.Error(), `; not reconfigured: it cannot have that layout: nvml: GPU 0: MIG profile "7g.80gb": this GPU has no such profile (it has 1g.10gb, 1g.5gb, `) || !strings.HasSuffix(err.Error(), ", 7g.40gb)") {
+		t.Errorf("impossible layout: %v", err)
+	}
+
 	// A dry run says what it would do and does nothing.
 	layout(seven)
-	o := e.opts(1, []int{0}, "")
+	o = e.opts(1, []int{0}, "")
 	o.DryRun = true
 	out, err := Prolog(context.Background(), o)
 	if err != nil || len(out.MIG) != 1 || out.MIG[0].Reconfigure != "would reconfigure" || mig(e.gpu) != before {

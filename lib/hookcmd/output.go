@@ -20,6 +20,11 @@ func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
 	for _, w := range out.Warnings {
 		log.Warn(w)
 	}
+	for _, m := range out.MIG {
+		if m.Reconfigure == "reconfigured" {
+			log.Warn("MIG layout reconfigured and read back", "gpu", m.GPU, "bus_id", m.BusID, "was", m.Was, "now", m.Found)
+		}
+	}
 	for _, s := range out.Skipped {
 		log.Info("knob skipped", "knob", s.ID.String(), "reason", s.Reason)
 	}

@@ -28,14 +28,9 @@ func (b *NVML) SetMIGLayout(index int, profiles []string) error {
 	if err != nil {
 		return err
 	}
-	names := &migNamer{parent: h, named: b.opt.Real}
-	var want []migSpec
-	for _, p := range profiles {
-		s, err := names.spec(p)
-		if err != nil {
-			return fmt.Errorf("nvml: GPU %d: MIG profile %q: %w", index, p, err)
-		}
-		want = append(want, s)
+	want, err := b.migSpecs(h, index, profiles)
+	if err != nil {
+		return err
 	}
 	slices.SortStableFunc(want, func(a, b migSpec) int { return int(b.gi.SliceCount) - int(a.gi.SliceCount) })
 
@@ -51,6 +46,31 @@ func (b *NVML) SetMIGLayout(index int, profiles []string) error {
 		}
 	}
 	return nil
+}
+
+// CheckMIGLayout resolves every profile name against GPU index's GPU
+// instance profiles (nvmlDeviceGetGpuInstanceProfileInfo), changing
+// nothing: an error names a profile this GPU does not have.
+func (b *NVML) CheckMIGLayout(index int, profiles []string) error {
+	h, err := b.handle(index)
+	if err != nil {
+		return err
+	}
+	_, err = b.migSpecs(h, index, profiles)
+	return err
+}
+
+func (b *NVML) migSpecs(h nvml.Device, index int, profiles []string) ([]migSpec, error) {
+	names := &migNamer{parent: h, named: b.opt.Real}
+	var want []migSpec
+	for _, p := range profiles {
+		s, err := names.spec(p)
+		if err != nil {
+			return nil, fmt.Errorf("nvml: GPU %d: MIG profile %q: %w", index, p, err)
+		}
+		want = append(want, s)
+	}
+	return want, nil
 }
 
 // migSpec is one wanted MIG device: its GPU instance profile and the slices
