@@ -50,11 +50,21 @@ func gresConfPath(configured, slurmConf string) string {
 	}
 }
 
-// gresMinors lists the device minor of each of node's GRES devices named
-// name, in the order Slurm numbers them. An error says why the order cannot
-// be known (AutoDetect, a line with no File=, a file that is not
-// /dev/nvidia<N>, MIG devices).
-func gresMinors(g *slurm.GresConf, node, name string) ([]int, error) {
+// gresDevice is one of Slurm's GPUs (a GRES record's device) as
+// SLURM_JOB_GPUS numbers them: the minor of its /dev/nvidia<N>, and whether
+// it is a MIG device of that GPU.
+type gresDevice struct {
+	Minor int
+	MIG   bool
+}
+
+// gresMinors lists node's GRES devices named name in the order Slurm
+// numbers them: one per File= entry, and one per MultipleFiles= record (a
+// MIG device; its GPU is the /dev/nvidia<N> among its files), as Slurm
+// 22.05's common_node_config_load counts them. An error says why the order
+// cannot be known (AutoDetect, a line with no File=, a file that is not
+// /dev/nvidia<N>).
+func gresMinors(g *slurm.GresConf, node, name string) ([]gresDevice, error) {
 	ad, err := g.AutoDetectFor(node)
 	if err != nil {
 		return nil, err
@@ -71,22 +81,27 @@ func gresMinors(g *slurm.GresConf, node, name string) ([]int, error) {
 			devs = append(devs, l.Devices()...)
 		}
 	}
-	minors := make([]int, 0, len(devs))
+	out := make([]gresDevice, 0, len(devs))
 	for _, d := range devs {
-		if d.File == "" {
-			what := "no File="
-			if len(d.MultipleFiles) > 0 {
-				what = "MultipleFiles= (MIG)"
+		if len(d.MultipleFiles) > 0 {
+			k := slices.IndexFunc(d.MultipleFiles, func(f string) bool { _, ok := nvidiaMinor(f); return ok })
+			if k < 0 {
+				return nil, fmt.Errorf("%s line %d: MultipleFiles= names no /dev/nvidia<N>", g.File, d.Line)
 			}
-			return nil, fmt.Errorf("%s line %d: Name=%s with %s", g.File, d.Line, d.Name, what)
+			m, _ := nvidiaMinor(d.MultipleFiles[k])
+			out = append(out, gresDevice{Minor: m, MIG: true})
+			continue
+		}
+		if d.File == "" {
+			return nil, fmt.Errorf("%s line %d: Name=%s with no File=", g.File, d.Line, d.Name)
 		}
 		m, ok := nvidiaMinor(d.File)
 		if !ok {
 			return nil, fmt.Errorf("%s line %d: File=%s is not /dev/nvidia<N>", g.File, d.Line, d.File)
 		}
-		minors = append(minors, m)
+		out = append(out, gresDevice{Minor: m})
 	}
-	return minors, nil
+	return out, nil
 }
 
 // nvidiaMinor is N of a .../nvidiaN file name.
@@ -100,33 +115,37 @@ func nvidiaMinor(file string) (int, bool) {
 }
 
 // mapJobGPUs turns SLURM_JOB_GPUS indexes into the node's GPUs through
-// minors (gresMinors: the minor of each index).
-func mapJobGPUs(all []gpu.Device, idx, minors []int, src string) ([]gpu.Device, error) {
-	out := make([]gpu.Device, 0, len(idx))
+// devs (gresMinors: the device of each index). A GPU several of the job's
+// MIG devices are on is listed once; mig says some index is a MIG device.
+func mapJobGPUs(all []gpu.Device, idx []int, devs []gresDevice, src string) (gpus []gpu.Device, mig bool, err error) {
 	for _, i := range idx {
-		if i < 0 || i >= len(minors) {
-			return nil, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, but %s lists %d GPUs for this node", i, src, len(minors))
+		if i < 0 || i >= len(devs) {
+			return nil, false, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, but %s lists %d GPUs for this node", i, src, len(devs))
 		}
-		k := slices.IndexFunc(all, func(d gpu.Device) bool { return d.Minor == minors[i] })
+		k := slices.IndexFunc(all, func(d gpu.Device) bool { return d.Minor == devs[i].Minor })
 		if k < 0 {
-			return nil, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, %s's /dev/nvidia%d, which the GPU backend does not list", i, src, minors[i])
+			return nil, false, fmt.Errorf("SLURM_JOB_GPUS names GPU %d, %s's /dev/nvidia%d, which the GPU backend does not list", i, src, devs[i].Minor)
 		}
-		out = append(out, all[k])
+		mig = mig || devs[i].MIG
+		if !slices.ContainsFunc(gpus, func(d gpu.Device) bool { return d.UUID == all[k].UUID }) {
+			gpus = append(gpus, all[k])
+		}
 	}
-	return out, nil
+	return gpus, mig, nil
 }
 
 // jobGPUs maps SLURM_JOB_GPUS to the node's GPUs through gres.conf (read
 // under o.Root). When that cannot be done for sure it returns no GPU and a
 // warning: the GPU knobs are skipped, never applied to a GPU that may be
-// another job's.
-func jobGPUs(o *Options) (gpus []gpu.Device, warning string) {
+// another job's. mig says the job holds MIG devices: gpus are the GPUs
+// they are on, which other jobs may share.
+func jobGPUs(o *Options) (gpus []gpu.Device, mig bool, warning string) {
 	if o.GPU == nil || o.GPU.Name() == "none" || len(o.Job.GPUs) == 0 {
-		return nil, ""
+		return nil, false, ""
 	}
 	p := gresConfPath(o.Config.Gres.Conf, o.Job.Conf)
-	skip := func(err error) ([]gpu.Device, string) {
-		return nil, fmt.Sprintf("GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=%s are: %v", joinInts(o.Job.GPUs), err)
+	skip := func(err error) ([]gpu.Device, bool, string) {
+		return nil, false, fmt.Sprintf("GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=%s are: %v", joinInts(o.Job.GPUs), err)
 	}
 	b, err := o.Root.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -143,15 +162,15 @@ func jobGPUs(o *Options) (gpus []gpu.Device, warning string) {
 	if node == "" {
 		node = o.Node
 	}
-	minors, err := gresMinors(g, node, o.Config.Gres.Name)
+	devs, err := gresMinors(g, node, o.Config.Gres.Name)
 	if err != nil {
 		return skip(err)
 	}
-	gpus, err = mapJobGPUs(o.devices(), o.Job.GPUs, minors, p)
+	gpus, mig, err = mapJobGPUs(o.devices(), o.Job.GPUs, devs, p)
 	if err != nil {
 		return skip(err)
 	}
-	return gpus, ""
+	return gpus, mig, ""
 }
 
 func joinInts(v []int) string {

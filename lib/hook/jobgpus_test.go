@@ -63,7 +63,9 @@ func TestGresMinors(t *testing.T) {
 		{"Links do not reorder", "Name=gpu File=/dev/nvidia0 Links=0,-1\nName=gpu File=/dev/nvidia1 Links=-1,0\n", []int{0, 1}, ""},
 		{"AutoDetect", "AutoDetect=nvml\n", nil, "AutoDetect=nvml"},
 		{"node AutoDetect", "NodeName=n1 AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", nil, "AutoDetect=nvml"},
-		{"MIG", "Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\n", nil, "line 1: Name=gpu with MultipleFiles= (MIG)"},
+		{"MIG devices count one each", "Name=gpu File=/dev/nvidia1\nName=gpu MultipleFiles=/dev/nvidia-caps/nvidia-cap21,/dev/nvidia0,/dev/nvidia-caps/nvidia-cap22\nName=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap30\nName=gpu File=/dev/nvidia[2-3]\n",
+			[]int{1, 0, 0, 2, 3}, ""},
+		{"MIG without its GPU", "Name=gpu MultipleFiles=/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22\n", nil, "line 1: MultipleFiles= names no /dev/nvidia<N>"},
 		{"no file", "Name=gpu Count=8\n", nil, "line 1: Name=gpu with no File="},
 		{"odd file", "Name=gpu File=/dev/dri/card0\n", nil, "line 1: File=/dev/dri/card0 is not /dev/nvidia<N>"},
 	} {
@@ -71,7 +73,14 @@ func TestGresMinors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		got, err := gresMinors(g, "n1", "gpu")
+		devs, err := gresMinors(g, "n1", "gpu")
+		var got []int
+		for _, d := range devs {
+			got = append(got, d.Minor)
+			if d.MIG != (strings.Contains(c.name, "MIG") && d.Minor == 0) {
+				t.Errorf("%s: device %+v: MIG flag wrong", c.name, d)
+			}
+		}
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.HasPrefix(err.Error(), "/etc/slurm/gres.conf") {
 				t.Errorf("%s: err %v, want one naming gres.conf and %q", c.name, err, c.err)
@@ -100,18 +109,31 @@ func TestMapJobGPUs(t *testing.T) {
 		}
 		return "none"
 	}
-	got, err := mapJobGPUs(all, []int{0, 3}, []int{0, 1, 2, 3, 4, 5, 6, 7}, "gres.conf")
-	if err != nil || len(got) != 2 || got[0].BusID != byMinor(0) || got[1].BusID != byMinor(3) {
+	plain := func(minors ...int) []gresDevice {
+		var out []gresDevice
+		for _, m := range minors {
+			out = append(out, gresDevice{Minor: m})
+		}
+		return out
+	}
+	got, mig, err := mapJobGPUs(all, []int{0, 3}, plain(0, 1, 2, 3, 4, 5, 6, 7), "gres.conf")
+	if err != nil || mig || len(got) != 2 || got[0].BusID != byMinor(0) || got[1].BusID != byMinor(3) {
 		t.Errorf("range gres.conf, GPUs 0,3: %+v, %v; want the GPUs of /dev/nvidia0 and /dev/nvidia3", got, err)
 	}
 	if got[0].BusID == all[0].BusID {
 		t.Error("GPU 0 mapped to the first GPU in bus order")
 	}
-	if _, err := mapJobGPUs(all, []int{8}, []int{0, 1, 2, 3, 4, 5, 6, 7}, "gres.conf"); err == nil || !strings.Contains(err.Error(), "names GPU 8, but gres.conf lists 8 GPUs") {
+	if _, _, err := mapJobGPUs(all, []int{8}, plain(0, 1, 2, 3, 4, 5, 6, 7), "gres.conf"); err == nil || !strings.Contains(err.Error(), "names GPU 8, but gres.conf lists 8 GPUs") {
 		t.Errorf("index 8: %v", err)
 	}
-	if _, err := mapJobGPUs(all, []int{0}, []int{12}, "gres.conf"); err == nil || !strings.Contains(err.Error(), "/dev/nvidia12") {
+	if _, _, err := mapJobGPUs(all, []int{0}, plain(12), "gres.conf"); err == nil || !strings.Contains(err.Error(), "/dev/nvidia12") {
 		t.Errorf("minor 12: %v", err)
+	}
+	// Two MIG devices of /dev/nvidia0 and the whole /dev/nvidia1: two GPUs.
+	devs := []gresDevice{{Minor: 1}, {Minor: 0, MIG: true}, {Minor: 0, MIG: true}}
+	got, mig, err = mapJobGPUs(all, []int{2, 1, 0}, devs, "gres.conf")
+	if err != nil || !mig || len(got) != 2 || got[0].BusID != byMinor(0) || got[1].BusID != byMinor(1) {
+		t.Errorf("MIG devices: %+v mig=%v %v; want the GPUs of /dev/nvidia0 and /dev/nvidia1, mig", got, mig, err)
 	}
 }
 

@@ -2,8 +2,10 @@ package hook
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/gpu/nvmlgpu"
@@ -202,5 +205,51 @@ all = {"3g.20gb" = 2}
 	out, err = Prolog(context.Background(), o)
 	if err != nil || out.MIG[0].From != "mig.partitions.inference" || out.MIG[0].Found != "7x1g.5gb" {
 		t.Errorf("partition: %v %+v", err, out.MIG)
+	}
+}
+
+// A job given MIG devices (MultipleFiles= records in gres.conf): the MIG
+// layout of their GPU is checked, its GPU knobs are not set (other jobs
+// share the GPU's settings), and a mismatch is not reconfigured under it.
+func TestPrologMIGDeviceJob(t *testing.T) {
+	e := newEnv(t, "dgxa100", "mock:dgxa100")
+	all := testroot.GPUs(t, e.root)
+	m0 := all[0].Minor // GPU 0 holds a 3g.20gb and a 2g.10gb
+	var b strings.Builder
+	for k := 0; k < 2; k++ {
+		fmt.Fprintf(&b, "Name=gpu MultipleFiles=/dev/nvidia%d,/dev/nvidia-caps/nvidia-cap%d,/dev/nvidia-caps/nvidia-cap%d\n", m0, 100+2*k, 101+2*k)
+	}
+	for _, d := range all[1:] {
+		fmt.Fprintf(&b, "Name=gpu File=/dev/nvidia%d\n", d.Minor)
+	}
+	writeGresConf(t, e.root, b.String())
+	gpu0 := e.settings(0)
+	c, err := config.Parse("test.toml", []byte(testConfig+"[mig]\nreconfigure = true\n[mig.layout]\nall = []\n\"0\" = [\"3g.20gb\", \"2g.10gb\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = c
+	out := e.prolog(1, []int{1}, "")
+	if len(out.MIG) != 1 || out.MIG[0].GPU != 0 || !out.MIG[0].OK {
+		t.Errorf("MIG check of the job's MIG device's GPU: %+v", out.MIG)
+	}
+	if !slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.HasPrefix(w, "GPU knobs skipped: the job's GPUs are MIG devices") }) {
+		t.Errorf("no warning that GPU knobs are skipped: %q", out.Warnings)
+	}
+	for _, ch := range out.Changes {
+		if strings.HasPrefix(ch.ID.Name, "gpu_") {
+			t.Errorf("a MIG device job changed GPU knob %s", ch.ID)
+		}
+	}
+	if s := e.settings(0); !reflect.DeepEqual(s, gpu0) {
+		t.Errorf("GPU 0 settings changed: %+v, want %+v", s, gpu0)
+	}
+	e.epilog(1)
+
+	c, _ = config.Parse("test.toml", []byte(testConfig+"[mig]\nreconfigure = true\n[mig.layout]\n\"0\" = {\"1g.5gb\" = 7}\n"))
+	e.cfg = c
+	_, err = Prolog(context.Background(), e.opts(2, []int{0}, ""))
+	if err == nil || !strings.HasSuffix(err.Error(), "; not reconfigured: the job holds MIG devices of the present layout") {
+		t.Errorf("reconfigure under a MIG device job: %v", err)
 	}
 }

@@ -82,9 +82,16 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if sel.DropRequired {
 		prof.Required = nil
 	}
-	gpus, warn := jobGPUs(o)
+	gpus, migDevs, warn := jobGPUs(o)
 	if warn != "" {
 		out.Warnings = append(out.Warnings, warn)
+	}
+	// tuned are the GPUs whose knobs the job's profile sets: not the GPUs
+	// of MIG devices, whose settings other jobs on the same GPU share.
+	tuned := gpus
+	if migDevs {
+		tuned = nil
+		out.Warnings = append(out.Warnings, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it")
 	}
 	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
 		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
@@ -105,6 +112,11 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	out.MIG = checks
 	out.Warnings = append(out.Warnings, migWarns...)
 	fixMIG := canReconfigureMIG(o, checks, err)
+	if fixMIG && migDevs {
+		// Slurm allocated the job's MIG devices from the present layout:
+		// changing it would take them away.
+		return out, &migError{node: &NodeError{Reason: err.Error() + "; not reconfigured: the job holds MIG devices of the present layout"}, refused: true}
+	}
 	if err != nil && !fixMIG {
 		return out, err
 	}
@@ -122,12 +134,12 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 		}
 	}
 	before := s.jobs[out.Job]
-	scopes := jobScopes(gpus)
-	earlier, knobGPUs := map[string]bool{}, gpus
+	scopes := jobScopes(tuned)
+	earlier, knobGPUs := map[string]bool{}, tuned
 	if before != nil {
 		// The job's prolog again (a requeue, a manual re-run): plan over
 		// what it held, so that what it no longer holds is let go.
-		knobGPUs = unionGPUs(gpus, gpusByUUID(o.devices(), before.GPUs))
+		knobGPUs = unionGPUs(tuned, gpusByUUID(o.devices(), before.GPUs))
 		for _, h := range before.Holds {
 			earlier[h.ID.String()] = true
 		}
