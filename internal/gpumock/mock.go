@@ -107,6 +107,7 @@ func buildMock(m mockModel, shape nodeshape.Shape, root host.Root) (*server.Serv
 			st.attach(root.Path("/run/gpuprep-mock/" + d.UUID + ".json"))
 		}
 		st.install(d)
+		installHealth(d, root)
 	}
 	return srv, nil
 }
