@@ -90,7 +90,8 @@ func unreadable(check, scope string, err error) Result {
 	if errors.Is(err, gpu.ErrUnsupported) || errors.Is(err, fs.ErrNotExist) {
 		return skip(check, scope, err.Error())
 	}
-	return fail(check, scope, err.Error())
+	// NVML's errors name the GPU already: "nvml: GPU 3 (0000:5d:00.0): ...".
+	return fail(check, scope, strings.TrimPrefix(err.Error(), "nvml: "+scope+": "))
 }
 
 func has(list []string, field string) bool { return slices.Contains(list, field) }
