@@ -132,3 +132,8 @@ func fail(check, scope, why string) Result {
 	}
 	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
 }
+
+// failWhole is a failure whose reason names its subject already.
+func failWhole(check, scope, reason string) Result {
+	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
+}

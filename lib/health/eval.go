@@ -315,16 +315,16 @@ func evalIB(f *Facts, e Expect) []Result {
 		scope := fmt.Sprintf("%s port %d", p.Device, p.Port)
 		switch {
 		case p.State != "ACTIVE":
-			out = append(out, fail(c, scope, fmt.Sprintf("InfiniBand %s is %s, want ACTIVE", scope, p.State)))
+			out = append(out, failWhole(c, scope, fmt.Sprintf("InfiniBand %s is %s, want ACTIVE", scope, p.State)))
 		case h.IBRateGbps > 0 && p.RateGbps != h.IBRateGbps:
-			out = append(out, fail(c, scope, fmt.Sprintf("InfiniBand %s runs at %s, want %d Gb/sec", scope, p.Rate, h.IBRateGbps)))
+			out = append(out, failWhole(c, scope, fmt.Sprintf("InfiniBand %s runs at %s, want %d Gb/sec", scope, p.Rate, h.IBRateGbps)))
 		default:
 			out = append(out, ok(c, scope, "ACTIVE "+p.Rate))
 		}
 	}
 	for _, d := range h.IBDevices {
 		if !seen[d] {
-			out = append(out, fail(c, d, fmt.Sprintf("InfiniBand device %s not found (health.ib_devices)", d)))
+			out = append(out, failWhole(c, d, fmt.Sprintf("InfiniBand device %s not found (health.ib_devices)", d)))
 		}
 	}
 	if len(out) == 0 {
