@@ -137,3 +137,17 @@ func fail(check, scope, why string) Result {
 func failWhole(check, scope, reason string) Result {
 	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
 }
+
+// Summary is one line for the log: "60 ok, 0 fatal, 1 warn, 12 skipped, 14.2 ms".
+func (r *Report) Summary() string {
+	var okN, skipN int
+	for _, x := range r.Results {
+		switch x.Status {
+		case OK:
+			okN++
+		case Skip:
+			skipN++
+		}
+	}
+	return fmt.Sprintf("%d ok, %d fatal, %d warn, %d skipped, %.1f ms", okN, len(r.Fatal()), len(r.Warnings()), skipN, r.Millis)
+}

@@ -110,6 +110,9 @@ func evalGPUCount(f *Facts, e Expect) Result {
 			return unreadable(c, nodeScope, f.OnBusErr)
 		}
 		want, from = len(f.OnBus), "NVIDIA GPUs on the PCI bus"
+		if want == 0 {
+			return skip(c, nodeScope, "no NVIDIA GPU on the PCI bus to compare with (set health.gpu_count)")
+		}
 	}
 	got := len(f.Devices)
 	if got != want {

@@ -11,6 +11,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/health"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
 )
@@ -36,6 +37,8 @@ type Outcome struct {
 	// MIG is the [mig] layout check of each of the job's GPUs that
 	// [mig.layout] names (prolog only).
 	MIG []MIGCheck `json:"mig,omitempty"`
+	// Health is the [health] checks' report (health.go).
+	Health *health.Report `json:"health,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -90,6 +93,12 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	// fails the prolog with nothing changed.
 	if warn != "" && len(o.Config.MIG.Layout) > 0 {
 		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
+	}
+	// Health too; only in the first attempt (a fallback runs no checks again).
+	if fallback == "" {
+		if err := checkHealth(ctx, o, out, "prolog", gpus, warn == ""); err != nil {
+			return out, err
+		}
 	}
 	checks, migWarns, err := checkMIG(o, gpus)
 	out.MIG = checks

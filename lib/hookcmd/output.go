@@ -20,6 +20,9 @@ func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
 	for _, w := range out.Warnings {
 		log.Warn(w)
 	}
+	if out.Health != nil {
+		log.Info("health checks", "op", out.Op, "summary", out.Health.Summary())
+	}
 	for _, s := range out.Skipped {
 		log.Info("knob skipped", "knob", s.ID.String(), "reason", s.Reason)
 	}
