@@ -92,6 +92,14 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, d.Found, d.Kind, d.Expected)
 	}
 	tw.Flush()
+	if out.Health != nil {
+		fmt.Fprintln(w, "health: "+out.Health.Summary())
+		for _, r := range out.Health.Results {
+			if r.Status == "fail" {
+				fmt.Fprintf(w, "health: %s (%s): %s\n", r.Check, r.Severity, r.Reason)
+			}
+		}
+	}
 	for _, m := range out.MIG {
 		fmt.Fprintln(w, describeMIGCheck(m))
 	}
