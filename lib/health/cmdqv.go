@@ -1,7 +1,11 @@
 package health
 
 import (
+	"fmt"
+	"io/fs"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/host"
 )
@@ -25,7 +29,8 @@ var hypervisorVendors = []string{"QEMU", "KVM", "Amazon EC2", "Microsoft Corpora
 // or an ACPI NVDA200C device bound to a driver.
 func ReadCMDQV(r host.Root) CMDQV {
 	var c CMDQV
-	if b, err := r.ReadFile("/proc/cpuinfo"); err == nil {
+	// The first CPU's block says it; a 224-CPU cpuinfo is ~300 KB.
+	if b, err := readHead(r, "/proc/cpuinfo", 4096); err == nil {
 		c.ARM64 = strings.Contains(string(b), "CPU implementer")
 	}
 	if !c.ARM64 {
@@ -56,4 +61,20 @@ func ReadCMDQV(r host.Root) CMDQV {
 		c.Loaded = ds[0]
 	}
 	return c
+}
+
+// readHead reads at most n bytes from the start of a kernel file.
+func readHead(r host.Root, p string, n int) ([]byte, error) {
+	full := r.Path(p)
+	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, n)
+	got, err := unix.Read(fd, buf)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return buf[:got], nil
 }

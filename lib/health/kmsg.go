@@ -96,12 +96,14 @@ func parseKmsgFile(b []byte, keep string) (recs []Record, last uint64, err error
 // parseRecord parses "PRIO,SEQ,USEC,FLAGS[,...];MSG[\n dict lines]".
 func parseRecord(b []byte) (Record, error) {
 	head, msg, ok := bytes.Cut(b, []byte(";"))
-	fields := strings.Split(string(head), ",")
-	if !ok || len(fields) < 3 {
+	_, rest, ok1 := bytes.Cut(head, []byte(","))
+	seqB, rest, ok2 := bytes.Cut(rest, []byte(","))
+	usecB, _, _ := bytes.Cut(rest, []byte(","))
+	if !ok || !ok1 || !ok2 {
 		return Record{}, fmt.Errorf("%q is not a kmsg record \"PRIO,SEQ,USEC,FLAGS;MSG\"", clip(string(b)))
 	}
-	seq, err1 := strconv.ParseUint(fields[1], 10, 64)
-	usec, err2 := strconv.ParseUint(fields[2], 10, 64)
+	seq, err1 := strconv.ParseUint(string(seqB), 10, 64)
+	usec, err2 := strconv.ParseUint(string(usecB), 10, 64)
 	if err1 != nil || err2 != nil {
 		return Record{}, fmt.Errorf("%q: sequence and time must be numbers", clip(string(head)))
 	}
