@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,17 +27,17 @@ func leftovers(_ context.Context, o Options, f *Facts) []Result {
 	if sev == config.HealthOff {
 		return []Result{skip(c, nodeScope, "off in [health.severity]")}
 	}
-	pl, can := gpu.As[gpu.ProcessLister](o.GPU)
-	if !can || o.GPU == nil {
-		return []Result{skip(c, nodeScope, cannot(o.GPU, "GPU processes").Error())}
-	}
 	if o.JobID == "" {
 		return []Result{skip(c, nodeScope, "no job id")}
+	}
+	processes := func(d gpu.Device) ([]int, error) { return procHolders(o, d.Minor) }
+	if pl, can := gpu.As[gpu.ProcessLister](o.GPU); can && o.GPU != nil {
+		processes = func(d gpu.Device) ([]int, error) { return pl.Processes(d.Index) }
 	}
 	var out []Result
 	for _, g := range f.GPUs {
 		scope := gpuScope(g.Dev)
-		pids, err := pl.Processes(g.Dev.Index)
+		pids, err := processes(g.Dev)
 		if err != nil {
 			out = append(out, unreadable(c, scope, err))
 			continue
@@ -59,6 +60,33 @@ func leftovers(_ context.Context, o Options, f *Facts) []Result {
 		out = append(out, skip(c, nodeScope, "no GPUs in scope"))
 	}
 	return out
+}
+
+// procHolders is the procfs way (no NVML): the processes holding
+// /dev/nvidia<minor> open, by /proc/<pid>/fd/* links, among those whose
+// /proc/<pid>/cgroup is the job's (only the job's are looked at, so the
+// walk stays short).
+func procHolders(o Options, minor int) ([]int, error) {
+	dirs, err := o.Root.Glob("/proc/[0-9]*/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	dev := fmt.Sprintf("/dev/nvidia%d", minor)
+	var pids []int
+	for _, cg := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(cg, "/cgroup"), "/proc/"))
+		if err != nil || !inJob(o, pid) {
+			continue
+		}
+		fds, _ := o.Root.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+		for _, fd := range fds {
+			if target, err := os.Readlink(o.Root.Path(fd)); err == nil && target == dev {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids, nil
 }
 
 // inJob says whether /proc/<pid>/cgroup puts the process in the job's

@@ -1,12 +1,15 @@
 package health
 
 import (
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gpuprep/internal/gpumock"
+	"gpuprep/lib/gpu"
 )
 
 func TestEpilogLeftovers(t *testing.T) {
@@ -24,6 +27,29 @@ func TestEpilogLeftovers(t *testing.T) {
 	if r := one(t, rep, "leftover_processes", "GPU 4 (0000:9a:00.0)"); r.Status != OK {
 		t.Errorf("another job's process: %+v", r)
 	}
+}
+
+// Without NVML (procfs), the job's processes holding /dev/nvidia<minor>
+// open are found through /proc.
+func TestEpilogLeftoversProcfs(t *testing.T) {
+	n := newNode(t)
+	devs := testrootGPUs(t, n)
+	n.write("/proc/4242/cgroup", "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n")
+	must(t, os.MkdirAll(n.root.Path("/proc/4242/fd"), 0o755))
+	must(t, os.Symlink(fmt.Sprintf("/dev/nvidia%d", devs[3].Minor), n.root.Path("/proc/4242/fd/7")))
+	must(t, os.Symlink("/dev/null", n.root.Path("/proc/4242/fd/0")))
+	rep, err := Run(t.Context(), Options{Op: "epilog", Root: n.root, GPU: gpu.OpenProcfs(n.root), Health: n.cfg, JobID: "42"})
+	must(t, err)
+	f := rep.Fatal()
+	if len(f) != 1 || f[0].Reason != gpu3+": process 4242 of job 42 still on the GPU after the job" {
+		t.Errorf("fatal %+v", f)
+	}
+}
+
+func testrootGPUs(t *testing.T, n *node) []gpu.Device {
+	devs, err := gpu.OpenProcfs(n.root).Devices()
+	must(t, err)
+	return devs
 }
 
 func TestEpilogExternal(t *testing.T) {
