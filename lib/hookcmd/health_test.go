@@ -118,3 +118,28 @@ func TestPrologHealthFault(t *testing.T) {
 		t.Errorf("dry run: exit %d\n%s", code, out)
 	}
 }
+
+// The epilog restores the node, then fails (a node error) when a process
+// of the finished job is still on one of its GPUs.
+func TestEpilogHealthLeftover(t *testing.T) {
+	root, cfg, spool := healthRoot(t, "")
+	args := []string{"--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg, "--state-dir", spool}
+	env := map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_USER": "dave", "SLURM_JOB_GPUS": "2,3", "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
+	if code, _, stderr := mainRun("prolog", env, args...); code != 0 {
+		t.Fatalf("prolog: exit %d: %s", code, stderr)
+	}
+	p := filepath.Join(root, "proc/4242/cgroup")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte("0::/system.slice/slurmstepd.scope/job_7/step_0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	injectFault(t, root, 3, gpumock.Faults{Processes: []int{4242}})
+	code, _, stderr := mainRun("epilog", env, args...)
+	want := "gpuprep-epilog: health: GPU 3 (0000:5d:00.0): process 4242 of job 7 still on the GPU after the job\n"
+	if code != 1 || stderr != want {
+		t.Errorf("epilog: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(spool, "job-7.json")); !os.IsNotExist(err) {
+		t.Errorf("the job's record is still there: the node was not restored (%v)", err)
+	}
+}
