@@ -143,3 +143,21 @@ func TestEpilogHealthLeftover(t *testing.T) {
 		t.Errorf("the job's record is still there: the node was not restored (%v)", err)
 	}
 }
+
+// --check-config checks the health model file too.
+func TestCheckConfigModelFile(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models.toml")
+	cfg := filepath.Join(dir, "g.toml")
+	os.WriteFile(cfg, []byte("[health]\nmodel_file = \""+models+"\"\n"), 0o644)
+	os.WriteFile(models, []byte("[models.\"NVIDIA H100 80GB HBM3\"]\nnvlinks = 18\n"), 0o644)
+	code, out, stderr := mainRun("prolog", nil, "--config", cfg, "--gpu-backend", "none", "--check-config")
+	if code != 0 || !strings.Contains(out, "health model file "+models+" is valid (1 GPU model)") {
+		t.Errorf("good: exit %d\n%s%s", code, out, stderr)
+	}
+	os.WriteFile(models, []byte("[models.\"NVIDIA H100 80GB HBM3\"]\nnvlink = 18\n"), 0o644)
+	code, _, stderr = mainRun("prolog", nil, "--config", cfg, "--gpu-backend", "none", "--check-config")
+	if code != 2 || !strings.Contains(stderr, models+`: unknown key models."NVIDIA H100 80GB HBM3".nvlink`) {
+		t.Errorf("bad: exit %d %s", code, stderr)
+	}
+}
