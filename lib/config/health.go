@@ -90,7 +90,7 @@ func (h HealthSection) HealthDebounce(check string) int {
 	return max(1, h.Debounce[check])
 }
 
-func checkHealth(h *HealthSection, ps *problems) {
+func checkHealth(h *HealthSection, deadline time.Duration, ps *problems) {
 	k := func(name ...string) []string { return append([]string{"health"}, name...) }
 	sevs := []string{HealthFatal, HealthWarn, HealthOff}
 	for _, c := range slices.Sorted(maps.Keys(h.Severity)) {
@@ -150,5 +150,7 @@ func checkHealth(h *HealthSection, ps *problems) {
 	}
 	if h.ExternalTimeout <= 0 || h.ExternalTimeout > maxExternalTimeout {
 		ps.add(k("external_timeout"), "%s = %q: must be 1s..%s (and below general.deadline)", formatKey(k("external_timeout")), h.ExternalTimeout, maxExternalTimeout)
+	} else if len(h.ExternalCommand) > 0 && h.ExternalTimeout >= deadline {
+		ps.add(k("external_timeout"), "%s = %q: must be below general.deadline (%s), which bounds the whole epilog", formatKey(k("external_timeout")), h.ExternalTimeout, deadline)
 	}
 }

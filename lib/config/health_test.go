@@ -29,6 +29,7 @@ func TestHealthValidation(t *testing.T) {
 		{"[health]\nxid_warn = [79]\n", `XID 79 is also in health.xid_fatal`},
 		{"[health]\nnvlinks = -2\n", `health.nvlinks = -2`},
 		{"[health]\nexternal_timeout = 5\n", `t.toml:2: health.external_timeout = 5: must be a duration`},
+		{"[health]\nexternal_command = [\"/usr/bin/dcgmi\"]\nexternal_timeout = \"30s\"\n", `health.external_timeout = "30s": must be below general.deadline (30s)`},
 	} {
 		_, err := Parse("t.toml", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
