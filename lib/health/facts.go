@@ -60,15 +60,28 @@ func cannot(b gpu.Backend, what string) error {
 	return fmt.Errorf("the %s GPU backend cannot read %s (needs NVML): %w", name, what, gpu.ErrUnsupported)
 }
 
-// Gather reads the facts: node files and backend calls in parallel, and
-// each GPU of scope in its own goroutine (NVML handles open in parallel, so
-// eight GPUs cost about one). scope nil means every GPU the backend lists.
-// topoFile is the NCCL topology file to parse ("" none); withKmsg reads the
-// kernel log.
-func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, topoFile string, withKmsg bool) *Facts {
+// Need says which facts a run reads: the checks it evaluates (a check off
+// in [health.severity], or not configured, reads nothing), the NCCL
+// topology file ("" none), and whether NVLinks are worth reading (an
+// expected count is configured).
+type Need struct {
+	Checks   map[string]bool
+	TopoFile string
+	NVLinks  bool
+}
+
+// Gather reads the facts the needed checks use: node files and backend
+// calls in parallel, and each GPU of scope in its own goroutine (NVML
+// handles open in parallel, so eight GPUs cost about one). scope nil means
+// every GPU the backend lists.
+func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, need Need) *Facts {
 	f := &Facts{}
+	c := need.Checks
 	var wg sync.WaitGroup
-	goRead := func(fn func()) {
+	goRead := func(want bool, fn func()) {
+		if !want {
+			return
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); fn() }()
 	}
@@ -79,56 +92,69 @@ func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, topoFile string, wit
 			scope = f.Devices
 		}
 	}
-	goRead(func() { f.OnBus, f.OnBusErr = topo.NVIDIAGPUsOnBus(r) })
-	goRead(func() {
+	goRead(c["gpu_count"], func() { f.OnBus, f.OnBusErr = topo.NVIDIAGPUsOnBus(r) })
+	goRead(c["driver_version"], func() {
 		if dr, ok := gpu.As[gpu.DriverReader](b); ok && b != nil {
 			f.Driver, f.DriverErr = dr.DriverVersion()
 		} else {
 			f.DriverErr = cannot(b, "the driver version")
 		}
 	})
-	goRead(func() { f.IB, f.IBErr = ReadIBPorts(r) })
-	goRead(func() { f.Swap, f.SwapErr = ReadSwap(r) })
-	goRead(func() { f.CMDQV = ReadCMDQV(r) })
-	if topoFile != "" {
-		goRead(func() { f.TopoCPUs, f.TopoErr = CheckNCCLTopo(r, topoFile) })
-	}
-	if withKmsg {
-		goRead(func() {
-			f.BootID, _ = host.ReadBootID(r)
-			f.Kmsg, f.KmsgLast, f.KmsgErr = ReadKmsg(r, "NVRM")
-			f.KmsgRead = f.KmsgErr == nil
-		})
-	}
+	goRead(c["ib_ports"], func() { f.IB, f.IBErr = ReadIBPorts(r) })
+	goRead(c["swap"], func() { f.Swap, f.SwapErr = ReadSwap(r) })
+	goRead(c["cmdqv"], func() { f.CMDQV = ReadCMDQV(r) })
+	goRead(c["nccl_topo"] && need.TopoFile != "", func() { f.TopoCPUs, f.TopoErr = CheckNCCLTopo(r, need.TopoFile) })
+	goRead(c["xid"], func() {
+		f.BootID, _ = host.ReadBootID(r)
+		f.Kmsg, f.KmsgLast, f.KmsgErr = ReadKmsg(r, "NVRM")
+		f.KmsgRead = f.KmsgErr == nil
+	})
 	f.GPUs = make([]GPUFacts, len(scope))
 	for i, d := range scope {
-		goRead(func() { f.GPUs[i] = gatherGPU(r, b, d) })
+		goRead(true, func() { f.GPUs[i] = gatherGPU(r, b, d, need) })
 	}
 	wg.Wait()
 	return f
 }
 
-// gatherGPU reads one GPU: Settings (persistence, ECC), Health, throttle
-// reasons and NVLinks through the backend, and its PCIe link from sysfs.
-func gatherGPU(r host.Root, b gpu.Backend, d gpu.Device) GPUFacts {
+// gatherGPU reads what the needed checks use of one GPU: Settings
+// (persistence, ECC mode), Health, throttle reasons and NVLinks through the
+// backend, and its PCIe link from sysfs.
+func gatherGPU(r host.Root, b gpu.Backend, d gpu.Device, need Need) GPUFacts {
+	c := need.Checks
 	g := GPUFacts{Dev: d}
-	if sr, ok := gpu.As[gpu.SettingsReader](b); ok && b != nil {
-		g.Settings, g.SettingsErr = sr.Settings(d.Index, gpu.FieldPersistence|gpu.FieldECC)
-	} else {
-		g.SettingsErr = cannot(b, "persistence and ECC mode")
+	if c["persistence"] || c["ecc_mode"] {
+		if sr, ok := gpu.As[gpu.SettingsReader](b); ok && b != nil {
+			g.Settings, g.SettingsErr = sr.Settings(d.Index, gpu.FieldPersistence|gpu.FieldECC)
+		} else {
+			g.SettingsErr = cannot(b, "persistence and ECC mode")
+		}
 	}
-	if hr, ok := gpu.As[gpu.HealthReader](b); ok && b != nil {
-		g.Health, g.HealthErr = hr.Health(d.Index)
-	} else {
-		g.HealthErr = cannot(b, "ECC counters")
+	if c["ecc_volatile"] || c["row_remap"] {
+		if hr, ok := gpu.As[gpu.HealthReader](b); ok && b != nil {
+			g.Health, g.HealthErr = hr.Health(d.Index)
+		} else {
+			g.HealthErr = cannot(b, "ECC counters")
+		}
 	}
-	if fr, ok := gpu.As[gpu.FactsReader](b); ok && b != nil {
+	fr, ok := gpu.As[gpu.FactsReader](b)
+	ok = ok && b != nil
+	switch {
+	case !(c["throttle"] || c["pcie_link"]):
+	case ok:
 		g.Throttle, g.ThrottleErr = fr.ThrottleReasons(d.Index)
-		g.LinksActive, g.LinksTotal, g.LinksErr = fr.NVLinks(d.Index)
-	} else {
+	default:
 		g.ThrottleErr = cannot(b, "throttle reasons")
+	}
+	switch {
+	case !(c["nvlinks"] && need.NVLinks):
+	case ok:
+		g.LinksActive, g.LinksTotal, g.LinksErr = fr.NVLinks(d.Index)
+	default:
 		g.LinksErr = cannot(b, "NVLinks")
 	}
-	g.PCIe, g.PCIeErr = ReadPCIeLink(r, d.BusID)
+	if c["pcie_link"] {
+		g.PCIe, g.PCIeErr = ReadPCIeLink(r, d.BusID)
+	}
 	return g
 }

@@ -54,8 +54,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	wantXID := contains(checks, "xid") && o.Health.HealthSeverity("xid") != config.HealthOff
-	f := Gather(o.Root, o.GPU, o.GPUs, o.Health.NCCLTopoFile, wantXID)
+	need := Need{Checks: map[string]bool{}, TopoFile: o.Health.NCCLTopoFile, NVLinks: o.Health.NVLinks != 0 || len(o.Models) > 0}
+	for _, c := range checks {
+		on := o.Health.HealthSeverity(c) != config.HealthOff
+		if c == "ib_ports" {
+			on = on && (len(o.Health.IBDevices) > 0 || o.Health.IBRateGbps > 0)
+		}
+		need.Checks[c] = on
+	}
+	f := Gather(o.Root, o.GPU, o.GPUs, need)
 	var xids []XID
 	if f.KmsgRead {
 		xids = st.Advance(f.BootID, f.Kmsg, f.KmsgLast, true)
@@ -97,13 +104,4 @@ func debounce(r *Result, h config.HealthSection, st *State) {
 		r.Severity = config.HealthWarn
 		r.Reason += fmt.Sprintf(" (failure %d of %d before it drains)", s, n)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
