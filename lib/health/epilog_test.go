@@ -88,10 +88,19 @@ func TestEpilogExternal(t *testing.T) {
 }
 
 // BenchmarkHealthDGXH100 is the prolog's checks on the simulated 8-GPU node
-// (mock:dgxh100 over the fixture root), a kernel log of 5,000 records.
-func BenchmarkHealthDGXH100(b *testing.B) {
+// (mock:dgxh100 over the fixture root), a kernel log of 5,000 records, with
+// every expectation configured (NVLinks, InfiniBand rate, driver).
+func BenchmarkHealthDGXH100(b *testing.B) { benchHealth(b, true) }
+
+// BenchmarkHealthDGXH100Defaults is the same with the built-in [health]
+// (no NVLink or InfiniBand expectations: those facts are not read).
+func BenchmarkHealthDGXH100Defaults(b *testing.B) { benchHealth(b, false) }
+
+func benchHealth(b *testing.B, configured bool) {
 	n := newNode(b)
-	n.cfg.NVLinks, n.cfg.IBRateGbps, n.cfg.DriverMin = -1, 400, "535"
+	if configured {
+		n.cfg.NVLinks, n.cfg.IBRateGbps, n.cfg.DriverMin = -1, 400, "535"
+	}
 	var sb strings.Builder
 	for i := 1; i <= 5000; i++ {
 		sb.WriteString("6," + strconv.Itoa(i) + ",1000,-;usb 1-1: new device\n")
