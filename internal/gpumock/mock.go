@@ -105,17 +105,15 @@ func buildMock(m mockModel, shape nodeshape.Shape, root host.Root) (*server.Serv
 			return nil, fmt.Errorf("GPU %d: %w", i, err)
 		}
 		st := newMockState(m)
-		pids := ""
 		if !root.IsHost() {
 			dir := root.Path("/run/gpuprep-mock/")
 			st.attach(filepath.Join(dir, d.UUID+".json"))
 			if err := store.attach(filepath.Join(dir, d.UUID+".mig.json")); err != nil {
 				return nil, fmt.Errorf("GPU %d: %w", i, err)
 			}
-			pids = filepath.Join(dir, d.UUID+".pids")
 		}
 		st.install(d)
-		installProcesses(d, pids)
+		installHealth(d, root)
 	}
 	return srv, nil
 }

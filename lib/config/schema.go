@@ -30,6 +30,7 @@ type Config struct {
 	Defaults  Knobs                  `toml:"defaults"` // restored when no baseline was recorded
 	Profiles  map[string]ProfileSpec `toml:"profiles"` // as written; use Profile for the resolved one
 	MIG       MIGSection             `toml:"mig"`
+	Health    HealthSection          `toml:"health"`
 
 	// File is the file the configuration came from ("defaults.toml" for the
 	// built-in one).

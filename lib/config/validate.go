@@ -50,6 +50,7 @@ func validate(c *Config) problems {
 	checkSelection(c, &ps)
 	checkGres(&c.Gres, &ps)
 	checkMIG(&c.MIG, &ps)
+	checkHealth(&c.Health, c.General.Deadline, &ps)
 	checkKnobs(c.Defaults, knobsType, []string{"defaults"}, &ps)
 	for _, name := range c.ProfileNames() {
 		checkProfile(c, name, &ps)

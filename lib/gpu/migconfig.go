@@ -21,7 +21,4 @@ type MIGConfigurer interface {
 	// CheckMIGLayout says whether SetMIGLayout could make these profiles
 	// on GPU index (each is one of its MIG profiles), changing nothing.
 	CheckMIGLayout(index int, profiles []string) error
-	// GPUProcesses lists the processes using GPU index, any of its MIG
-	// devices included (their PIDs).
-	GPUProcesses(index int) ([]int, error)
 }

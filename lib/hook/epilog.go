@@ -20,10 +20,14 @@ func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
 	rec := s.jobs[out.Job]
 	if rec == nil {
 		out.Warnings = append(out.Warnings, "no prolog record for this job: nothing to check or restore")
-		return out, nil
+		return out, checkHealth(ctx, o, out, "epilog", nil, len(o.Job.GPUs) == 0)
 	}
 	out.Profile = rec.Profile
-	return out, releaseJob(ctx, o, s, rec, out, false)
+	if err := releaseJob(ctx, o, s, rec, out, false); err != nil {
+		return out, err
+	}
+	// After the restore: a failing check never keeps the job's settings.
+	return out, checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true)
 }
 
 // gpusByUUID picks the job's GPUs by UUID (indexes may differ after a reboot).

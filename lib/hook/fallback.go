@@ -12,7 +12,7 @@ import (
 // mismatch: the admin's layout, not the user's choice). how says it in
 // words for the job record.
 func fallbackFor(cfg *config.Config, sel config.Selection, err error) (retry config.Selection, how string, ok bool) {
-	if err == nil || !IsNodeError(err) || isMIGError(err) || sel.Source == config.FromDefault {
+	if err == nil || !IsNodeError(err) || isMIGError(err) || isHealthError(err) || sel.Source == config.FromDefault {
 		return sel, "", false
 	}
 	switch cfg.Selection.UnfitProfile {

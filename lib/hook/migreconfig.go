@@ -119,7 +119,8 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 
 // migRefusal says why GPU d must not be reconfigured now ("" when it may):
 // its layout cannot be made on it, another job's record holds it, or
-// processes use it (the backend's GPUProcesses).
+// processes use it (the backend's ProcessLister: NVML's running compute
+// and graphics processes, MIG devices included when run as root).
 func migRefusal(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device, o *Options, w config.MIGWhere) string {
 	want, _, _ := migWanted(o, d, w)
 	if err := mc.CheckMIGLayout(d.Index, want); err != nil {
@@ -130,11 +131,16 @@ func migRefusal(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device, 
 			return "job " + job + " holds it"
 		}
 	}
-	pids, err := mc.GPUProcesses(d.Index)
+	pl, ok := gpu.As[gpu.ProcessLister](o.GPU)
+	if !ok {
+		return "the GPU backend cannot tell whether a process uses it"
+	}
+	pids, err := pl.Processes(d.Index)
 	if err != nil {
 		return fmt.Sprintf("cannot tell whether a process uses it: %v", err)
 	}
 	if len(pids) > 0 {
+		slices.Sort(pids)
 		ids := make([]string, len(pids))
 		for i, p := range pids {
 			ids[i] = fmt.Sprint(p)

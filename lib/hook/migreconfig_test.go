@@ -3,8 +3,6 @@ package hook
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
+	"gpuprep/internal/gpumock"
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
@@ -44,7 +43,6 @@ func TestPrologReconfiguresMIG(t *testing.T) {
 	}
 	const before = "3g.20gb+2g.10gb"
 	seven := `["1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"]`
-	uuid := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device).UUID
 	bus := "0000:07:00.0"
 
 	// A layout this GPU cannot have is refused, even in a dry run.
@@ -66,16 +64,13 @@ func TestPrologReconfiguresMIG(t *testing.T) {
 	bus = out.MIG[0].BusID
 
 	// A process uses the GPU.
-	pids := filepath.Join(e.root, "run/gpuprep-mock", uuid+".pids")
-	if err := os.MkdirAll(filepath.Dir(pids), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(pids, []byte("4242\n77\n"), 0o644)
+	d0 := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device)
+	gpumock.SetFaults(d0, gpumock.Faults{Processes: []int{4242, 77}})
 	want := "MIG mismatch on GPU 0 (" + bus + "): want 7x1g.5gb, found " + before + "; not reconfigured: in use by process 77, 4242"
 	if _, err := Prolog(context.Background(), e.opts(1, []int{0}, "")); err == nil || err.Error() != want || !IsNodeError(err) {
 		t.Errorf("busy GPU: %v\nwant %s", err, want)
 	}
-	os.Remove(pids)
+	gpumock.SetFaults(d0, gpumock.Faults{})
 
 	// Another job holds the GPU (its prolog ran before the layout was
 	// configured).
@@ -132,7 +127,7 @@ func TestPrologReconfiguresMIG(t *testing.T) {
 	e.epilog(6)
 
 	// A mode change that needs a reset the driver could not do.
-	d0 := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device)
+	d0 = e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device)
 	d0.SetMigModeFunc = func(int) (nvml.Return, nvml.Return) { return nvml.ERROR_RESET_REQUIRED, nvml.SUCCESS }
 	layout(seven)
 	_, err = Prolog(context.Background(), e.opts(7, []int{0}, ""))
@@ -176,12 +171,10 @@ all = {"3g.20gb" = 2}
 		t.Fatal(err)
 	}
 	e.cfg = c
-	uuid := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device).UUID
-	pids := filepath.Join(e.root, "run/gpuprep-mock", uuid+".pids")
-	os.MkdirAll(filepath.Dir(pids), 0o755)
+	d0 := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server).Devices[0].(*server.Device)
 
 	// Busy GPU: the request is not made; the node's layout matches.
-	os.WriteFile(pids, []byte("99\n"), 0o644)
+	gpumock.SetFaults(d0, gpumock.Faults{Processes: []int{99}})
 	out := e.prolog(1, []int{0}, "gpuprep_mig=halves")
 	if out.MIG[0].From != "mig" || !out.MIG[0].OK || out.MIG[0].Reconfigure != "" ||
 		!slices.ContainsFunc(out.Warnings, func(w string) bool {
@@ -190,7 +183,7 @@ all = {"3g.20gb" = 2}
 		t.Errorf("busy request: MIG %+v warnings %q", out.MIG, out.Warnings)
 	}
 	e.epilog(1)
-	os.Remove(pids)
+	gpumock.SetFaults(d0, gpumock.Faults{})
 
 	// Idle: the request is made.
 	out = e.prolog(2, []int{0}, "gpuprep_mig=halves")

@@ -11,6 +11,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/health"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
 )
@@ -39,6 +40,8 @@ type Outcome struct {
 	// MIGGres is the gres.conf Slurm needs after [mig] reconfigure changed
 	// a layout; slurmd must reload it.
 	MIGGres []string `json:"mig_gres,omitempty"`
+	// Health is the [health] checks' report (health.go).
+	Health *health.Report `json:"health,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -101,6 +104,12 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	// may fix it.
 	if warn != "" && o.Config.MIG.Configured() {
 		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
+	}
+	// Health too; only in the first attempt (a fallback runs no checks again).
+	if fallback == "" {
+		if err := checkHealth(ctx, o, out, "prolog", gpus, warn == ""); err != nil {
+			return out, err
+		}
 	}
 	where := config.MIGWhere{Node: o.Node, Partition: o.Job.Partition}
 	var reqWarn string

@@ -8,6 +8,7 @@ import (
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
+	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
 	"gpuprep/lib/plural"
 )
@@ -23,7 +24,14 @@ func checkConfig(prog string, c *cli.Common, cfg *config.Config, stdout, stderr 
 			return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 		}
 	}
+	models, err := health.LoadModels(cfg.Health.ModelFile)
+	if err != nil {
+		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+	}
 	fmt.Fprintf(stdout, "%s: %s is valid (%s)\n", prog, cfg.File, plural.Count(len(cfg.Profiles), "profile", "profiles"))
+	if cfg.Health.ModelFile != "" {
+		fmt.Fprintf(stdout, "health model file %s is valid (%s)\n", cfg.Health.ModelFile, plural.Count(len(models), "GPU model", "GPU models"))
+	}
 	b, err := c.OpenGPU(cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "GPU values not checked: %v\n", err)

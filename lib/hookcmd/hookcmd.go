@@ -36,6 +36,7 @@ type flags struct {
 	comment     string
 	report      bool
 	since       time.Duration
+	health      bool
 }
 
 // Prolog is gpuprep-prolog: it applies the job's tuning profile. It reads
@@ -64,6 +65,9 @@ func command(op string, e cli.Env) int {
 	fs.StringVar(&f.jobGPUs, "job-gpus", "", "job GPU indices, e.g. 0,1 (default SLURM_JOB_GPUS)")
 	fs.StringVar(&f.constraints, "constraints", "", "job constraints (default SLURM_JOB_CONSTRAINTS)")
 	fs.StringVar(&f.comment, "comment", "", "job comment (default SLURM_JOB_COMMENT)")
+	if op == "prolog" {
+		fs.BoolVar(&f.health, "health", false, "run the health checks read-only on every GPU, print a table (or --json), exit 0 (healthy) or 1 (a fatal check failed)")
+	}
 	if op == "epilog" {
 		fs.BoolVar(&f.report, "report", false, "print the drift history and exit")
 		fs.DurationVar(&f.since, "since", 0, "with --report: only records newer than this (e.g. 24h)")
@@ -77,6 +81,9 @@ func command(op string, e cli.Env) int {
 	}
 	if f.checkConfig {
 		return checkConfig(prog, &f.common, cfg, stdout, stderr)
+	}
+	if f.health {
+		return healthCheck(prog, &f, cfg, stdout, stderr)
 	}
 	logs, code := openLogs(op, prog, &f, cfg, getenv, stderr)
 	if logs == nil {
@@ -210,11 +217,13 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 func usage(op string) string {
 	if op == "prolog" {
 		return `usage: gpuprep-prolog [flags]
+       gpuprep-prolog --health [--json] [--gpu-backend procfs]
 
 Slurm Prolog (Prolog= in slurm.conf): applies the job's tuning profile and
 journals every previous value. The job comes from SLURM_JOB_ID, SLURM_JOB_USER,
 SLURM_JOB_GPUS, SLURM_JOB_CONSTRAINTS and SLURM_JOB_COMMENT. Exit 0: the job
-may run; 1: a node problem (first stderr line: the reason); 2: bad input.`
+may run; 1: a node problem (first stderr line: the reason); 2: bad input.
+--health runs the health checks read-only and prints them.`
 	}
 	return `usage: gpuprep-epilog [flags]
        gpuprep-epilog --report [--since 24h] [--json]

@@ -25,6 +25,9 @@ func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
 			log.Warn("MIG layout reconfigured and read back", "gpu", m.GPU, "bus_id", m.BusID, "was", m.Was, "now", m.Found)
 		}
 	}
+	if out.Health != nil {
+		log.Info("health checks", "op", out.Op, "summary", out.Health.Summary())
+	}
 	for _, s := range out.Skipped {
 		log.Info("knob skipped", "knob", s.ID.String(), "reason", s.Reason)
 	}
@@ -94,6 +97,14 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, d.Found, d.Kind, d.Expected)
 	}
 	tw.Flush()
+	if out.Health != nil {
+		fmt.Fprintln(w, "health: "+out.Health.Summary())
+		for _, r := range out.Health.Results {
+			if r.Status == "fail" {
+				fmt.Fprintf(w, "health: %s (%s): %s\n", r.Check, r.Severity, r.Reason)
+			}
+		}
+	}
 	for _, m := range out.MIG {
 		fmt.Fprintln(w, describeMIGCheck(m))
 	}

@@ -87,7 +87,7 @@ func TestMIGReconfigureInSlurm(t *testing.T) {
 
 	cfg, _ := os.ReadFile(n.cfg)
 	os.WriteFile(n.cfg, []byte(strings.Replace(string(cfg), `"0" = ["7g.80gb"]`, `"0" = []`, 1)), 0o644)
-	os.WriteFile(filepath.Join(n.root, "run/gpuprep-mock", uuid+".pids"), []byte("4242\n"), 0o644)
+	os.WriteFile(filepath.Join(n.root, "run/gpuprep-mock", uuid+".faults.json"), []byte(`{"processes": [4242]}`), 0o644)
 	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
 		t.Fatalf("job ran although its GPU's layout could not be made: %s", stderr)
 	}

@@ -232,31 +232,3 @@ func createMIGDevice(h nvml.Device, index int, s migSpec) error {
 	}
 	return fmt.Errorf("nvml: GPU %d: MIG %s: no %d-slice compute instance profile", index, s.name, s.ciSlices)
 }
-
-// GPUProcesses lists the processes using GPU index
-// (nvmlDeviceGetComputeRunningProcesses and
-// nvmlDeviceGetGraphicsRunningProcesses; on a MIG GPU the parent's handle
-// covers its MIG devices when run as root). Graphics NOT_SUPPORTED, as on
-// datacenter GPUs, is no error.
-func (b *NVML) GPUProcesses(index int) ([]int, error) {
-	h, err := b.handle(index)
-	if err != nil {
-		return nil, err
-	}
-	compute, ret := h.GetComputeRunningProcesses()
-	if ret != nvml.SUCCESS {
-		return nil, gpuError(h, index, "running compute processes", ret)
-	}
-	graphics, ret := h.GetGraphicsRunningProcesses()
-	if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
-		return nil, gpuError(h, index, "running graphics processes", ret)
-	}
-	var pids []int
-	for _, p := range append(compute, graphics...) {
-		if !slices.Contains(pids, int(p.Pid)) {
-			pids = append(pids, int(p.Pid))
-		}
-	}
-	slices.Sort(pids)
-	return pids, nil
-}

@@ -1,0 +1,153 @@
+// Package health checks a GPU node before a job and after it: GPUs present,
+// driver, persistence, ECC and its counters, NVLinks, PCIe links,
+// throttling, InfiniBand ports, swap, the NCCL topology file, the SMMU
+// CMDQV driver of arm64 VMs, XIDs from the kernel log (with a per-boot
+// watermark, so an XID is acted on once), and, after the job, processes
+// left on its GPUs and an optional external diagnostic.
+//
+// It is cut in three: readers (one per kernel file or backend call, in
+// facts*.go and the files they name), a pure evaluation (Evaluate: facts and
+// expectations in, one Result per check and scope out), and the spool state
+// that makes XIDs and debouncing span runs (state.go). Run puts them
+// together for the prolog, the epilog and `gpuprep-prolog --health`.
+package health
+
+import (
+	"fmt"
+	"strings"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
+)
+
+// Status is a check's outcome on one scope.
+type Status string
+
+// Statuses.
+const (
+	OK   Status = "ok"
+	Fail Status = "fail"
+	Skip Status = "skip" // not applicable here, not configured, or not readable with this backend
+)
+
+// Result is one check on one scope: the node, or one GPU.
+type Result struct {
+	Check string `json:"check"`
+	// Scope is "node" or the GPU: "GPU 3 (0000:9a:00.0)".
+	Scope  string `json:"scope"`
+	BusID  string `json:"bus_id,omitempty"`
+	Status Status `json:"status"`
+	// Severity is what a failure means after debouncing: fatal (the node
+	// drains), warn, or off; "" when the check passed or was skipped.
+	Severity string `json:"severity,omitempty"`
+	// Reason is one line: what failed, or why the check was skipped.
+	Reason string `json:"reason,omitempty"`
+	// Value is what was read, when it passed ("8 GPUs", "550.54.15").
+	Value string `json:"value,omitempty"`
+	// Streak is the consecutive failures of a debounced check, Debounce the
+	// count at which its severity applies.
+	Streak   int `json:"streak,omitempty"`
+	Debounce int `json:"debounce,omitempty"`
+}
+
+// key identifies a check on a scope across runs (debounce streaks).
+func (r Result) key() string { return r.Check + "@" + r.Scope }
+
+// Line is the result as one line: "ecc_volatile GPU 3 (0000:9a:00.0): fail (fatal): 2 ...".
+func (r Result) Line() string {
+	s := fmt.Sprintf("%s %s: %s", r.Check, r.Scope, r.Status)
+	if r.Severity != "" {
+		s += " (" + r.Severity + ")"
+	}
+	if r.Reason != "" {
+		s += ": " + r.Reason
+	} else if r.Value != "" {
+		s += ": " + r.Value
+	}
+	return s
+}
+
+// Report is a run's results, in config.HealthChecks order.
+type Report struct {
+	Op      string   `json:"op"` // "prolog", "epilog", "health"
+	Backend string   `json:"gpu_backend"`
+	GPUs    int      `json:"gpus"` // GPUs the backend lists
+	Results []Result `json:"results"`
+	// XIDs are the new XIDs this run read from the kernel log.
+	XIDs []XID `json:"xids,omitempty"`
+	// History is each GPU's XIDs this boot since its last reset.
+	History map[string][]XID `json:"xid_history,omitempty"`
+	// Millis is how long the checks took.
+	Millis float64 `json:"ms"`
+}
+
+// Fatal lists the failures whose severity is fatal.
+func (r *Report) Fatal() []Result { return r.with(config.HealthFatal) }
+
+// Warnings lists the failures whose severity is warn.
+func (r *Report) Warnings() []Result { return r.with(config.HealthWarn) }
+
+func (r *Report) with(sev string) []Result {
+	var out []Result
+	for _, x := range r.Results {
+		if x.Status == Fail && x.Severity == sev {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Reason is the fatal failures' reasons joined with "; ", "" when none: the
+// first line of the prolog's stderr ("health: GPU 3 (...): ...").
+func (r *Report) Reason() string {
+	var parts []string
+	for _, x := range r.Fatal() {
+		parts = append(parts, x.Reason)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "health: " + strings.Join(parts, "; ")
+}
+
+// gpuScope names a GPU in scopes and reasons: "GPU 3 (0000:9a:00.0)".
+func gpuScope(d gpu.Device) string { return fmt.Sprintf("GPU %d (%s)", d.Index, d.BusID) }
+
+const nodeScope = "node"
+
+func ok(check, scope, value string) Result {
+	return Result{Check: check, Scope: scope, Status: OK, Value: value}
+}
+
+func skip(check, scope, why string) Result {
+	return Result{Check: check, Scope: scope, Status: Skip, Reason: why}
+}
+
+// fail is a failure whose reason names its scope ("GPU 3 (...): why";
+// node failures carry their own subject).
+func fail(check, scope, why string) Result {
+	reason := why
+	if scope != nodeScope {
+		reason = scope + ": " + why
+	}
+	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
+}
+
+// failWhole is a failure whose reason names its subject already.
+func failWhole(check, scope, reason string) Result {
+	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
+}
+
+// Summary is one line for the log: "60 ok, 0 fatal, 1 warn, 12 skipped, 14.2 ms".
+func (r *Report) Summary() string {
+	var okN, skipN int
+	for _, x := range r.Results {
+		switch x.Status {
+		case OK:
+			okN++
+		case Skip:
+			skipN++
+		}
+	}
+	return fmt.Sprintf("%d ok, %d fatal, %d warn, %d skipped, %.1f ms", okN, len(r.Fatal()), len(r.Warnings()), skipN, r.Millis)
+}

@@ -1,0 +1,289 @@
+package health
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/plural"
+)
+
+// Expect is what the checks compare against: the [health] section and the
+// per-model file.
+type Expect struct {
+	Health config.HealthSection
+	Models Models
+}
+
+// Evaluate turns facts into one result per check and scope, for the checks
+// named in checks (in config.HealthChecks order). xids are the new XIDs
+// (State.Advance). Failures carry the check's configured severity;
+// debouncing is Run's. It does no I/O.
+func Evaluate(f *Facts, e Expect, checks []string, xids []XID) []Result {
+	var out []Result
+	for _, c := range config.HealthChecks {
+		if !slices.Contains(checks, c) {
+			continue
+		}
+		sev := e.Health.HealthSeverity(c)
+		if sev == config.HealthOff {
+			out = append(out, skip(c, nodeScope, "off in [health.severity]"))
+			continue
+		}
+		var rs []Result
+		switch c {
+		case "gpu_count":
+			rs = []Result{evalGPUCount(f, e)}
+		case "driver_version":
+			rs = []Result{evalDriver(f, e)}
+		case "ib_ports":
+			rs = evalIB(f, e)
+		case "swap":
+			rs = []Result{evalSwap(f, e)}
+		case "nccl_topo":
+			rs = []Result{evalTopo(f, e)}
+		case "cmdqv":
+			rs = []Result{evalCMDQV(f)}
+		case "xid":
+			rs = evalXIDs(f, e, xids)
+		default:
+			eval, ok := gpuChecks[c]
+			if !ok {
+				continue // epilog checks, evaluated by Run
+			}
+			if len(f.GPUs) == 0 {
+				rs = []Result{skip(c, nodeScope, "no GPUs in scope")}
+			}
+			for _, g := range f.GPUs {
+				rs = append(rs, eval(g, e))
+			}
+		}
+		for _, r := range rs {
+			if r.Status == Fail && r.Severity == "" {
+				r.Severity = sev
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// gpuChecks are the checks of one GPU.
+var gpuChecks = map[string]func(GPUFacts, Expect) Result{
+	"persistence":  evalPersistence,
+	"ecc_mode":     evalECCMode,
+	"ecc_volatile": evalECCVolatile,
+	"row_remap":    evalRowRemap,
+	"nvlinks":      evalNVLinks,
+	"pcie_link":    evalPCIe,
+	"throttle":     evalThrottle,
+}
+
+// unreadable is the result of a fact that could not be read: skipped when
+// the backend or node cannot tell (unsupported, absent file), else failed
+// with the error (a GPU that stopped answering NVML is a node problem).
+func unreadable(check, scope string, err error) Result {
+	if errors.Is(err, gpu.ErrUnsupported) || errors.Is(err, fs.ErrNotExist) {
+		return skip(check, scope, err.Error())
+	}
+	// NVML's errors name the GPU already: "nvml: GPU 3 (0000:5d:00.0): ...".
+	return fail(check, scope, strings.TrimPrefix(err.Error(), "nvml: "+scope+": "))
+}
+
+func has(list []string, field string) bool { return slices.Contains(list, field) }
+
+func evalGPUCount(f *Facts, e Expect) Result {
+	const c = "gpu_count"
+	if f.Backend == "" || f.Backend == "none" {
+		return skip(c, nodeScope, "the GPU backend is none")
+	}
+	if f.DevicesErr != nil {
+		return fail(c, nodeScope, fmt.Sprintf("cannot list GPUs: %v", f.DevicesErr))
+	}
+	want, from := e.Health.GPUCount, "health.gpu_count"
+	if want == 0 {
+		if f.OnBusErr != nil {
+			return unreadable(c, nodeScope, f.OnBusErr)
+		}
+		want, from = len(f.OnBus), "NVIDIA GPUs on the PCI bus"
+		if want == 0 {
+			return skip(c, nodeScope, "no NVIDIA GPU on the PCI bus to compare with (set health.gpu_count)")
+		}
+	}
+	got := len(f.Devices)
+	if got != want {
+		return fail(c, nodeScope, fmt.Sprintf("the %s backend lists %s, want %d (%s)", f.Backend, plural.Count(got, "GPU", "GPUs"), want, from))
+	}
+	return ok(c, nodeScope, plural.Count(got, "GPU", "GPUs"))
+}
+
+// driverMin is the highest minimum the config and the models of the node's
+// GPUs name, and where it came from.
+func driverMin(f *Facts, e Expect) (string, string) {
+	min, from := e.Health.DriverMin, "health.driver_min"
+	for _, d := range f.Devices {
+		if m, ok := e.Models.For(d.Name); ok && m.DriverMin != "" && (min == "" || compareVersions(m.DriverMin, min) > 0) {
+			min, from = m.DriverMin, "model file, "+d.Name
+		}
+	}
+	return min, from
+}
+
+func evalDriver(f *Facts, e Expect) Result {
+	const c = "driver_version"
+	if f.DriverErr != nil {
+		return unreadable(c, nodeScope, f.DriverErr)
+	}
+	min, from := driverMin(f, e)
+	if min == "" {
+		return ok(c, nodeScope, f.Driver+" (no minimum set)")
+	}
+	if compareVersions(f.Driver, min) < 0 {
+		return fail(c, nodeScope, fmt.Sprintf("NVIDIA driver %s is older than %s (%s)", f.Driver, min, from))
+	}
+	return ok(c, nodeScope, fmt.Sprintf("%s >= %s", f.Driver, min))
+}
+
+func evalIB(f *Facts, e Expect) []Result {
+	const c = "ib_ports"
+	h := e.Health
+	if len(h.IBDevices) == 0 && h.IBRateGbps == 0 {
+		return []Result{skip(c, nodeScope, "not configured (health.ib_devices, health.ib_rate_gbps)")}
+	}
+	if f.IBErr != nil {
+		return []Result{unreadable(c, nodeScope, f.IBErr)}
+	}
+	var out []Result
+	seen := map[string]bool{}
+	for _, p := range f.IB {
+		if len(h.IBDevices) > 0 && !slices.Contains(h.IBDevices, p.Device) || len(h.IBDevices) == 0 && p.LinkLayer != "InfiniBand" {
+			continue
+		}
+		seen[p.Device] = true
+		scope := fmt.Sprintf("%s port %d", p.Device, p.Port)
+		switch {
+		case p.State != "ACTIVE":
+			out = append(out, failWhole(c, scope, fmt.Sprintf("InfiniBand %s is %s, want ACTIVE", scope, p.State)))
+		case h.IBRateGbps > 0 && p.RateGbps != h.IBRateGbps:
+			out = append(out, failWhole(c, scope, fmt.Sprintf("InfiniBand %s runs at %s, want %d Gb/sec", scope, p.Rate, h.IBRateGbps)))
+		default:
+			out = append(out, ok(c, scope, "ACTIVE "+p.Rate))
+		}
+	}
+	for _, d := range h.IBDevices {
+		if !seen[d] {
+			out = append(out, failWhole(c, d, fmt.Sprintf("InfiniBand device %s not found (health.ib_devices)", d)))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, fail(c, nodeScope, fmt.Sprintf("no InfiniBand port found, want %d Gb/sec (health.ib_rate_gbps)", h.IBRateGbps)))
+	}
+	return out
+}
+
+func evalSwap(f *Facts, e Expect) Result {
+	const c = "swap"
+	if f.SwapErr != nil {
+		return unreadable(c, nodeScope, f.SwapErr)
+	}
+	on := len(f.Swap.Devices) > 0 || f.Swap.TotalKB > 0
+	v := "off"
+	if on {
+		v = fmt.Sprintf("on: %d MiB", f.Swap.TotalKB/1024)
+		if len(f.Swap.Devices) > 0 {
+			v += " (" + strings.Join(f.Swap.Devices, ", ") + ")"
+		}
+	}
+	if e.Health.Swap == "off" && on {
+		return fail(c, nodeScope, "swap is "+v+", want off (health.swap)")
+	}
+	return ok(c, nodeScope, v)
+}
+
+func evalTopo(f *Facts, e Expect) Result {
+	const c = "nccl_topo"
+	p := e.Health.NCCLTopoFile
+	if p == "" {
+		return skip(c, nodeScope, "not configured (health.nccl_topo_file)")
+	}
+	if f.TopoErr != nil {
+		if errors.Is(f.TopoErr, fs.ErrNotExist) {
+			return fail(c, nodeScope, fmt.Sprintf("NCCL topology file %s does not exist", p))
+		}
+		return fail(c, nodeScope, fmt.Sprintf("NCCL topology file: %v", f.TopoErr))
+	}
+	return ok(c, nodeScope, fmt.Sprintf("%s (%s)", p, plural.Count(f.TopoCPUs, "CPU", "CPUs")))
+}
+
+func evalCMDQV(f *Facts) Result {
+	const c = "cmdqv"
+	switch x := f.CMDQV; {
+	case !x.ARM64:
+		return skip(c, nodeScope, "not an arm64 node")
+	case !x.VM:
+		return skip(c, nodeScope, "not a virtual machine")
+	case x.Loaded == "":
+		return fail(c, nodeScope, fmt.Sprintf("arm64 VM (%s) without the SMMU CMDQV driver (tegra241_cmdqv): SMMU command queues trap to the hypervisor (12%% lost in a published case)", x.Hypervisor))
+	default:
+		return ok(c, nodeScope, x.Loaded)
+	}
+}
+
+// evalXIDs reports the new XIDs by GPU (worst severity first), or that
+// there were none.
+func evalXIDs(f *Facts, e Expect, xids []XID) []Result {
+	const c = "xid"
+	if !f.KmsgRead {
+		err := f.KmsgErr
+		if err == nil {
+			err = errors.New("kernel log not read")
+		}
+		return []Result{skip(c, nodeScope, "cannot read the kernel log: "+err.Error())}
+	}
+	if len(xids) == 0 {
+		return []Result{ok(c, nodeScope, "no new XIDs")}
+	}
+	byBus := map[string][]XID{}
+	var order []string
+	for _, x := range xids {
+		x.Severity = XIDSeverity(e.Health, x.Code)
+		if byBus[x.BusID] == nil {
+			order = append(order, x.BusID)
+		}
+		byBus[x.BusID] = append(byBus[x.BusID], x)
+	}
+	var out []Result
+	for _, bus := range order {
+		scope := "GPU ? (" + bus + ")"
+		for _, d := range f.Devices {
+			if d.BusID == bus {
+				scope = gpuScope(d)
+			}
+		}
+		sev := config.HealthOff
+		var parts []string
+		for _, x := range byBus[bus] {
+			sev = worse(sev, x.Severity)
+			parts = append(parts, fmt.Sprintf("Xid %d (%s)", x.Code, x.Text))
+		}
+		if sev == config.HealthOff {
+			out = append(out, ok(c, scope, "ignored: "+strings.Join(parts, "; ")))
+			continue
+		}
+		r := fail(c, scope, strings.Join(parts, "; "))
+		r.BusID, r.Severity = bus, sev
+		out = append(out, r)
+	}
+	return out
+}
+
+func worse(a, b string) string {
+	if lower(a, b) == a {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,63 @@
+package hook
+
+import (
+	"context"
+	"errors"
+
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/health"
+)
+
+// The health checks ([health], lib/health): the prolog runs the fast ones
+// before it changes anything, like the MIG check, and a fatal failure is a
+// node error that skips the profile fallback (healthError); warnings join
+// the outcome's. The epilog runs the post-job ones after it restored the
+// node, so a failing check never keeps a job's settings in place.
+
+// healthError is a fatal health failure: a node error (exit 1, Slurm
+// drains the node) that the user-profile fallback leaves alone.
+type healthError struct{ node *NodeError }
+
+func (e *healthError) Error() string { return e.node.Reason }
+func (e *healthError) Unwrap() error { return e.node }
+
+// isHealthError says whether err is a fatal health failure.
+func isHealthError(err error) bool {
+	var he *healthError
+	return errors.As(err, &he)
+}
+
+// checkHealth runs op's health checks ("prolog" or "epilog") on the job's
+// GPUs (every GPU when the job has GPUs but which ones is unknown; none for
+// a job without GPUs) and records the report in out. A dry run reads the
+// state and writes nothing.
+func checkHealth(ctx context.Context, o *Options, out *Outcome, op string, gpus []gpu.Device, known bool) error {
+	h := o.Config.Health
+	if op == "prolog" && !h.Prolog || op == "epilog" && !h.Epilog {
+		return nil
+	}
+	models, err := health.LoadModels(h.ModelFile)
+	if err != nil {
+		return err // the admin's file: bad input, not the node's problem
+	}
+	scope := gpus
+	switch {
+	case !known && len(o.Job.GPUs) > 0:
+		scope = nil // every GPU
+	case scope == nil:
+		scope = []gpu.Device{}
+	}
+	rep, err := health.Run(ctx, health.Options{Op: op, Root: o.Root, GPU: o.GPU, Health: h, Models: models, GPUs: scope,
+		Spool: o.Spool, ReadOnly: o.DryRun, JobID: jobKey(o.Job), Log: o.Log})
+	if err != nil {
+		return nodeErrorf("health: %v", err)
+	}
+	out.Health = rep
+	for _, w := range rep.Warnings() {
+		out.Warnings = append(out.Warnings, "health: "+w.Reason)
+	}
+	if reason := rep.Reason(); reason != "" {
+		return &healthError{node: &NodeError{Reason: reason}}
+	}
+	return nil
+}

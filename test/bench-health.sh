@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Whole-process time of `gpuprep-prolog --health` (read-only, every GPU) on
+# the simulated 8-GPU node: mock:dgxh100 over the dgxh100 fixture root with a
+# kernel log of 5,000 records, and with the procfs backend (no NVML).
+# RUNS=N (default 40). Needs bin/sim (make bin/sim/gpuprep-prolog).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/gpuprep-health.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+tar xzf test/roots/dgxh100.tar.gz -C "$root"
+mkdir -p "$root/dev" "$root/proc/sys/kernel/random"
+echo 11111111-2222-3333-4444-555555555555 > "$root/proc/sys/kernel/random/boot_id"
+for i in $(seq 0 4999); do echo "6,$i,$((i * 1000)),-;usb 1-1: new high-speed USB device number $i"; done > "$root/dev/kmsg"
+cfg=$(mktemp); trap 'rm -rf "$root" "$cfg"' EXIT
+printf '[general]\nlog_file = ""\nmetrics_dir = ""\n[health]\nnvlinks = -1\nib_rate_gbps = 400\ndriver_min = "535"\n' > "$cfg"
+bin=${BIN:-bin/sim}/gpuprep-prolog
+common=(--health --root "$root" --config "$cfg" --state-dir "$root/spool")
+runs=${RUNS:-40}
+if command -v hyperfine >/dev/null; then
+  hyperfine -N -w 5 -r "$runs" "$bin ${common[*]} --gpu-backend mock:dgxh100" "$bin ${common[*]} --gpu-backend procfs" "/bin/true"
+else
+  for backend in mock:dgxh100 procfs; do
+    python3 - "$runs" "$bin" "$backend" "${common[@]}" <<'PY'
+import statistics, subprocess, sys, time
+runs, binary, backend, rest = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+cmd = [binary, *rest, "--gpu-backend", backend]
+for _ in range(5):
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+ts = []
+for _ in range(runs):
+    t = time.perf_counter(); subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True); ts.append((time.perf_counter() - t) * 1000)
+print(f"--health --gpu-backend {backend}: median {statistics.median(ts):.1f} ms, mean {statistics.mean(ts):.1f} ms, min {min(ts):.1f} ms, max {max(ts):.1f} ms ({runs} runs)")
+PY
+  done
+fi
+# The checks' own time, as the report measures it (the first line).
+for backend in mock:dgxh100 procfs; do "$bin" "${common[@]}" --gpu-backend "$backend" | head -1; done

@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuprep/test/slurmharness"
+)
+
+// TestHealthXIDDrainsOnceInSlurm: on the dgxh100 fixture, the kernel log
+// holds an Xid 79 (GPU fallen off the bus) of GPU 0. The first job's
+// prolog fails, and the node drains with gpuprep's reason (in slurmd.log
+// and as the drain reason); nothing on the node changed. After the admin
+// resumes the node, the next job runs: the XID is behind the watermark and
+// never drains the node again.
+func TestHealthXIDDrainsOnceInSlurm(t *testing.T) {
+	t.Parallel()
+	n := newHookNode(t)
+	cfg := strings.Replace(hookConfig, `deadline = "60s"`, "deadline = \"60s\"\ndrain_reason = true", 1)
+	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, s := range map[string]string{
+		"proc/sys/kernel/random/boot_id": "11111111-2222-3333-4444-555555555555\n",
+		"dev/kmsg": "6,0,0,-;Linux version 6.1.0\n" +
+			"4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n",
+	} {
+		full := filepath.Join(n.root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := n.snap()
+	devDir := t.TempDir()
+	slurmharness.MakeDevices(t, devDir, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	gres := pciGresConf(t, n.root)
+	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
+	c := slurmharness.Start(t, slurmharness.Options{
+		Gres: "gpu:8", GresConf: strings.ReplaceAll(gres, "/dev/", devDir+"/"),
+		Files: map[string]string{
+			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
+			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
+		},
+		Prolog: "prolog.sh",
+		Epilog: "epilog.sh",
+	})
+	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
+		t.Fatalf("job ran although GPU 0 logged Xid 79: %s", stderr)
+	}
+	const want = "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 (pid=4242, name=python, GPU has fallen off the bus.)"
+	st, reason := c.NodeState()
+	if !strings.HasPrefix(st, "drain") || !strings.Contains(reason, want) {
+		t.Errorf("node state %q reason %q, want drained with %q", st, reason, want)
+	}
+	if log := c.SlurmdLog(); !strings.Contains(log, want) {
+		t.Errorf("slurmd.log lacks gpuprep's reason:\n%s", c.LogTails(30))
+	}
+	if d := n.snap().Diff(base, 5); len(d) != 0 {
+		t.Errorf("the failed health check changed the node: %v", d)
+	}
+	// The admin resumes the node: the old XID does not drain it again.
+	c.Resume()
+	if out, stderr, err := c.Srun("--gres=gpu:1", "-n1", "echo", "ran"); err != nil || !strings.Contains(out, "ran") {
+		t.Fatalf("job after resume: %v\n%s\n%s", err, stderr, c.LogTails(30))
+	}
+	if st, reason := c.NodeState(); strings.HasPrefix(st, "drain") {
+		t.Errorf("drained again: %q %q", st, reason)
+	}
+}
