@@ -113,6 +113,15 @@ rmdir "$scope/job_4244"
 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
 echo "cpu0 governor after both: $(cat "$gov")"
 
+step "Health before every job: the read-only table (gpuprep-prolog --health); then an Xid 79 in the kernel log fails the next prolog once (under slurmd: the node drains with this reason), and never again after the admin resumes it" \
+  "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247); gpuprep-prolog (job 4248)"
+mkdir -p "$root/dev" && printf '6,0,0,-;Linux version 6.1.0\n' >"$root/dev/kmsg" # the simulated kernel log
+"$bin"/gpuprep-prolog --health "${hook[@]}" 2>&1 | grep -E '^health|^CHECK|GPU 0 |^(gpu_count|driver_version|swap|xid)' | head -14
+printf '4,900,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n' >>"$root/dev/kmsg"
+SLURM_JOB_ID=4247 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E '^gpuprep-prolog' || true
+SLURM_JOB_ID=4248 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E "health checks" | sed "s/^time=[^ ]* //"
+SLURM_JOB_ID=4248 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E "^gpuprep-epilog" || true
+
 step "A MIG layout the node does not have: the prolog refuses before changing anything (under slurmd: exit 1, the node drains with this reason)" \
   "gpuprep-prolog --dry-run, [mig.layout] all = [\"7g.80gb\"]"
 sed 's/^all = \[\]/all = ["7g.80gb"]/' "$spool/gpuprep.toml" >"$spool/mig.toml"
