@@ -1,0 +1,117 @@
+package isolate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"gpuprep/lib/cpuset"
+)
+
+// cpusFile is a cgroup's CPU limit, in both versions.
+const cpusFile = "cpuset.cpus"
+
+// ReadCPUs reads <cgroup>/cpuset.cpus: the CPUs the cgroup is limited to,
+// in canonical form; "" (v2 only) means none of its own, so it has its
+// parent's. A cgroup (or its file) that does not exist gives an error
+// wrapping fs.ErrNotExist; content that is not a CPU list an error naming
+// the file.
+//
+// Read here, not through containerd/cgroups: its v2 Manager has no getter
+// for cpuset.cpus (Stat reports usage, not limits) and its v1 cpuset
+// controller reads the files only to copy them to a child.
+func (h *Hierarchy) ReadCPUs(cg string) (string, error) {
+	p := path.Join(h.nodePath(cg), cpusFile)
+	s, err := h.root.ReadString(p)
+	if err != nil {
+		return "", fmt.Errorf("cgroup %s: %w", cg, err)
+	}
+	set, err := cpuset.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("%s: unexpected content (want a CPU list such as 0-3,8): %w", p, err)
+	}
+	return set.String(), nil
+}
+
+// WriteCPUs limits cg to cpus (canonical form; "" lets a v2 cgroup have
+// its parent's CPUs again, and gives a v1 cgroup the root's CPUs, v1
+// having no "inherit"). A cgroup that does not exist is not created: the
+// error wraps fs.ErrNotExist.
+func (h *Hierarchy) WriteCPUs(cg, cpus string) error {
+	dir := h.nodePath(cg)
+	if cg == "" || cg == "." || strings.Contains(cg, "..") || !h.root.Exists(dir) {
+		return fmt.Errorf("cgroup %s: %w", cg, fs.ErrNotExist)
+	}
+	if h.V2 {
+		return h.writeV2(cg, cpus)
+	}
+	return h.writeV1(cg, cpus)
+}
+
+// writeV2 writes cpuset.cpus through containerd/cgroups' cgroup2 manager,
+// which takes the mount point, so fixture trees work. The cpuset controller
+// must be enabled in every ancestor's cgroup.subtree_control for the file
+// to exist; where the cgroup's cgroup.controllers does not list it yet,
+// ToggleControllers enables it (root down to the parent). It is left
+// enabled afterwards: Slurm's own cgroup plugin needs it for the jobs, and
+// an empty cpuset.cpus is no limit.
+//
+// Resources with an empty Cpus write nothing (containerd treats "" as
+// "unset"), so "back to the parent's CPUs" is written directly, as a
+// newline, which the kernel takes as the empty list.
+func (h *Hierarchy) writeV2(cg, cpus string) error {
+	m, err := cgroup2.Load("/"+cg, cgroup2.WithMountpoint(h.root.Path(h.mount)))
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", cg, err)
+	}
+	ctrls, err := m.Controllers()
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", cg, err)
+	}
+	if !slices.Contains(ctrls, "cpuset") {
+		if err := m.ToggleControllers([]string{"cpuset"}, cgroup2.Enable); err != nil {
+			return fmt.Errorf("cgroup %s: enabling cpuset: %w", cg, err)
+		}
+	}
+	if cpus == "" {
+		if _, err := h.root.WriteFile(path.Join(h.nodePath(cg), cpusFile), "\n"); err != nil {
+			return fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+		return nil
+	}
+	if err := m.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Cpus: cpus}}); err != nil {
+		return fmt.Errorf("cgroup %s: write %s = %q: %w", cg, cpusFile, cpus, err)
+	}
+	return nil
+}
+
+// writeV1 writes cpuset.cpus through containerd/cgroups' cgroup1 cpuset
+// controller, rooted at the fixture's /sys/fs/cgroup. Its Update creates
+// the cgroup (and copies the parent's cpus and mems into empty files),
+// which is why WriteCPUs checks first that the cgroup exists: a unit that
+// vanished must not come back as an empty cgroup.
+func (h *Hierarchy) writeV1(cg, cpus string) error {
+	if cpus == "" {
+		all, err := h.ReadCPUs("")
+		if err != nil {
+			return err
+		}
+		cpus = all
+	}
+	ctl := cgroup1.NewCpuset(h.root.Path(path.Dir(h.mount)))
+	if err := ctl.Update(cg, &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: cpus}}); err != nil {
+		return fmt.Errorf("cgroup %s: write %s = %q: %w", cg, cpusFile, cpus, err)
+	}
+	return nil
+}
+
+// vanished says whether err is about a cgroup that does not exist (any
+// more).
+func vanished(err error) bool { return errors.Is(err, fs.ErrNotExist) }
