@@ -31,6 +31,7 @@ type Config struct {
 	Defaults  Knobs                  `toml:"defaults"` // restored when no baseline was recorded
 	Profiles  map[string]ProfileSpec `toml:"profiles"` // as written; use Profile for the resolved one
 	MIG       MIGSection             `toml:"mig"`
+	Isolation IsolationSection       `toml:"isolation"`
 
 	// File is the file the configuration came from ("defaults.toml" for the
 	// built-in one).
@@ -96,6 +97,19 @@ type MIGSection struct {
 	// index ("0"), a GPU type as gres.conf names it ("h100"), or "all"; the
 	// most specific one applies.
 	Layout map[string][]string `toml:"layout"`
+}
+
+// IsolationSection is [isolation]: node-wide settings of the
+// housekeeping_cpus knob (a profile says which CPUs; this says which
+// services).
+type IsolationSection struct {
+	// Exclude names service cgroups never confined to the housekeeping
+	// CPUs: unit names or path.Match patterns ("munge.service",
+	// "docker-*.scope"). slurmd and Slurm's job cgroups never are.
+	Exclude []string `toml:"exclude"`
+	// IRQs would also move interrupts that are no GPU's or NIC's to the
+	// housekeeping CPUs. Not implemented yet: true is refused.
+	IRQs bool `toml:"irqs"`
 }
 
 // Tristate is true, false or "auto".

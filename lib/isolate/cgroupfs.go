@@ -71,11 +71,13 @@ func (h *Hierarchy) writeV2(cg, cpus string) error {
 	if err != nil {
 		return fmt.Errorf("cgroup %s: %w", cg, err)
 	}
+	// A kernel's cgroup always has cgroup.controllers; one gone means the
+	// cgroup went, which the write below reports as vanished.
 	ctrls, err := m.Controllers()
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cgroup %s: %w", cg, err)
 	}
-	if !slices.Contains(ctrls, "cpuset") {
+	if err == nil && !slices.Contains(ctrls, "cpuset") {
 		if err := m.ToggleControllers([]string{"cpuset"}, cgroup2.Enable); err != nil {
 			return fmt.Errorf("cgroup %s: enabling cpuset: %w", cg, err)
 		}
