@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/cpuset"
 )
@@ -19,25 +20,47 @@ import (
 const cpusFile = "cpuset.cpus"
 
 // ReadCPUs reads <cgroup>/cpuset.cpus: the CPUs the cgroup is limited to,
-// in canonical form; "" (v2 only) means none of its own, so it has its
-// parent's. A cgroup (or its file) that does not exist gives an error
-// wrapping fs.ErrNotExist; content that is not a CPU list an error naming
-// the file.
+// in canonical form. "" (v2 only) means no limit of its own: the file is
+// empty, or holds exactly the CPUs the parent has
+// (<parent>/cpuset.cpus.effective), which is what writing "" leaves on a
+// cgroup with processes (see WriteCPUs). A cgroup (or its file) that does
+// not exist gives an error wrapping fs.ErrNotExist; content that is not a
+// CPU list an error naming the file.
 //
 // Read here, not through containerd/cgroups: its v2 Manager has no getter
 // for cpuset.cpus (Stat reports usage, not limits) and its v1 cpuset
 // controller reads the files only to copy them to a child.
 func (h *Hierarchy) ReadCPUs(cg string) (string, error) {
-	p := path.Join(h.nodePath(cg), cpusFile)
-	s, err := h.root.ReadString(p)
+	set, err := h.readList(path.Join(h.nodePath(cg), cpusFile))
 	if err != nil {
 		return "", fmt.Errorf("cgroup %s: %w", cg, err)
 	}
-	set, err := cpuset.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("%s: unexpected content (want a CPU list such as 0-3,8): %w", p, err)
+	if h.V2 && !set.IsEmpty() && cg != "" {
+		if parent, err := h.parentCPUs(cg); err == nil && set.Equal(parent) {
+			return "", nil
+		}
 	}
 	return set.String(), nil
+}
+
+// parentCPUs reads <parent>/cpuset.cpus.effective (v2): the CPUs a cgroup
+// without a limit of its own has.
+func (h *Hierarchy) parentCPUs(cg string) (cpuset.Set, error) {
+	return h.readList(path.Join(path.Dir(h.nodePath(cg)), "cpuset.cpus.effective"))
+}
+
+// readList reads a CPU list file; content that is not one is an error
+// naming the file.
+func (h *Hierarchy) readList(p string) (cpuset.Set, error) {
+	s, err := h.root.ReadString(p)
+	if err != nil {
+		return cpuset.Set{}, err
+	}
+	set, err := cpuset.Parse(s)
+	if err != nil {
+		return cpuset.Set{}, fmt.Errorf("%s: unexpected content (want a CPU list such as 0-3,8): %w", p, err)
+	}
+	return set, nil
 }
 
 // WriteCPUs limits cg to cpus (canonical form; "" lets a v2 cgroup have
@@ -63,9 +86,7 @@ func (h *Hierarchy) WriteCPUs(cg, cpus string) error {
 // enabled afterwards: Slurm's own cgroup plugin needs it for the jobs, and
 // an empty cpuset.cpus is no limit.
 //
-// Resources with an empty Cpus write nothing (containerd treats "" as
-// "unset"), so "back to the parent's CPUs" is written directly, as a
-// newline, which the kernel takes as the empty list.
+// "" (no limit of its own) is clearV2's.
 func (h *Hierarchy) writeV2(cg, cpus string) error {
 	m, err := cgroup2.Load("/"+cg, cgroup2.WithMountpoint(h.root.Path(h.mount)))
 	if err != nil {
@@ -83,13 +104,40 @@ func (h *Hierarchy) writeV2(cg, cpus string) error {
 		}
 	}
 	if cpus == "" {
-		if _, err := h.root.WriteFile(path.Join(h.nodePath(cg), cpusFile), "\n"); err != nil {
+		return h.clearV2(cg)
+	}
+	if err := m.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Cpus: cpus}}); err != nil {
+		return fmt.Errorf("cgroup %s: write %s = %q: %w", cg, cpusFile, cpus, err)
+	}
+	return nil
+}
+
+// clearV2 takes a v2 cgroup's own limit away. The kernel refuses an empty
+// cpuset.cpus on a cgroup with processes once it had a non-empty one
+// (ENOSPC: kernel/cgroup/cpuset.c validate_change, seen on a 6.x kernel),
+// so there it writes the parent's effective CPUs instead: the CPUs the
+// cgroup would inherit, which ReadCPUs reads as "" again. It differs from
+// a true empty only if the parent's CPUs change later (hotplug, or the
+// parent narrowed), until the unit restarts.
+//
+// An empty value is written directly, as a newline (the kernel takes it as
+// the empty list), since Resources with an empty Cpus write nothing
+// (containerd treats "" as "unset").
+func (h *Hierarchy) clearV2(cg string) error {
+	p := path.Join(h.nodePath(cg), cpusFile)
+	_, err := h.root.WriteFile(p, "\n")
+	if err == nil || !errors.Is(err, unix.ENOSPC) {
+		if err != nil {
 			return fmt.Errorf("cgroup %s: %w", cg, err)
 		}
 		return nil
 	}
-	if err := m.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Cpus: cpus}}); err != nil {
-		return fmt.Errorf("cgroup %s: write %s = %q: %w", cg, cpusFile, cpus, err)
+	parent, perr := h.parentCPUs(cg)
+	if perr != nil {
+		return fmt.Errorf("cgroup %s: %w (and the parent's CPUs: %v)", cg, err, perr)
+	}
+	if _, err := h.root.WriteFile(p, parent.String()); err != nil {
+		return fmt.Errorf("cgroup %s: %w", cg, err)
 	}
 	return nil
 }

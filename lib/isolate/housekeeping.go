@@ -72,6 +72,9 @@ func Housekeeping(spec Spec, n *topo.Node) (cpuset.Set, error) {
 		if extra := set.Difference(all); !extra.IsEmpty() {
 			return cpuset.Set{}, fmt.Errorf("housekeeping CPUs %s: %s not online on this node (online: %s)", set, extra, all)
 		}
+		if set.Equal(all) {
+			return cpuset.Set{}, fmt.Errorf("housekeeping CPUs %s are every CPU of the node: nothing left to keep services off", set)
+		}
 		return set, nil
 	}
 	count, err := strconv.Atoi(num)
@@ -100,6 +103,9 @@ func Housekeeping(spec Spec, n *topo.Node) (cpuset.Set, error) {
 	}
 	if out.IsEmpty() {
 		return cpuset.Set{}, errors.New("housekeeping: the node lists no cores")
+	}
+	if out.Equal(all) {
+		return cpuset.Set{}, fmt.Errorf("housekeeping %q is every CPU of the node (%s): nothing left to keep services off", spec, all)
 	}
 	return out, nil
 }

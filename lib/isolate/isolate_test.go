@@ -36,6 +36,9 @@ func TestApplyRestoreV2(t *testing.T) {
 	for _, cg := range jobCgroups {
 		before[cg] = cpusOf(t, r, h.Mount(), cg)
 	}
+	// user.slice holding exactly its parent's CPUs (what restoring ""
+	// leaves on a populated cgroup, see clearV2) reads as no limit.
+	writeTree(t, r.Dir(), "sys/fs/cgroup", map[string]string{"user.slice/cpuset.cpus": "0-15"})
 	st, err := h.Read(Options{})
 	if err != nil || st.Format() != "" {
 		t.Fatalf("Read before = %q, %v; want \"\"", st.Format(), err)
