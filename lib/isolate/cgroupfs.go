@@ -31,6 +31,9 @@ const cpusFile = "cpuset.cpus"
 // for cpuset.cpus (Stat reports usage, not limits) and its v1 cpuset
 // controller reads the files only to copy them to a child.
 func (h *Hierarchy) ReadCPUs(cg string) (string, error) {
+	if cg == rootTasks && !h.V2 {
+		return h.readRootTasks()
+	}
 	set, err := h.readList(path.Join(h.nodePath(cg), cpusFile))
 	if err != nil {
 		return "", fmt.Errorf("cgroup %s: %w", cg, err)
@@ -68,6 +71,9 @@ func (h *Hierarchy) readList(p string) (cpuset.Set, error) {
 // having no "inherit"). A cgroup that does not exist is not created: the
 // error wraps fs.ErrNotExist.
 func (h *Hierarchy) WriteCPUs(cg, cpus string) error {
+	if cg == rootTasks && !h.V2 {
+		return h.writeRootTasks(cpus, h.exclude)
+	}
 	dir := h.nodePath(cg)
 	if cg == "" || cg == "." || strings.Contains(cg, "..") || !h.root.Exists(dir) {
 		return fmt.Errorf("cgroup %s: %w", cg, fs.ErrNotExist)

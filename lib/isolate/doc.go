@@ -9,7 +9,8 @@
 //     Slurm's slurmstepd.scope in its slice (normally system.slice), except
 //     slurmd and configured exclusions, plus user.slice and init.scope.
 //     cgroup v1: the top-level cgroups of the cpuset hierarchy outside
-//     Slurm's slurm/ tree.
+//     Slurm's slurm/ tree, and "." for the root cgroup's host processes.
+//   - v1root.go: those processes moved into gpuprep.housekeeping and back.
 //   - cgroupfs.go: reading and writing cpuset.cpus, through
 //     github.com/containerd/cgroups/v3 where it can, over a rooted mount so
 //     that fixture trees work.

@@ -156,8 +156,8 @@ func TestApplyRestoreV1(t *testing.T) {
 		t.Fatalf("Open: %v (want v1)", err)
 	}
 	got, _ := h.Targets(Options{Exclude: []string{"backup"}})
-	if !slices.Equal(got, []string{"daemons"}) {
-		t.Errorf("Targets = %q, want [daemons]", got)
+	if !slices.Equal(got, []string{".", "daemons"}) {
+		t.Errorf("Targets = %q, want [. daemons]", got)
 	}
 	st, _ := h.Read(Options{})
 	baseline := st.Format()
@@ -203,5 +203,51 @@ func TestStateFormat(t *testing.T) {
 		if per == nil && cpus != c.want || per != nil && per.Format() != c.want {
 			t.Errorf("ParseValue(%q) does not round-trip", c.want)
 		}
+	}
+}
+
+// On v1 the root cpuset's host processes move into gpuprep.housekeeping:
+// not kernel threads, slurmd, or an excluded command; and back.
+func TestV1RootTasks(t *testing.T) {
+	r := v1Tree(t)
+	stat := func(pid, comm, flags string) string {
+		return pid + " (" + comm + ") S 0 1 1 0 -1 " + flags + " 0 0 0 0 1 2 3 4 20 0 1 0 5 6 7"
+	}
+	writeTree(t, r.Dir(), "sys/fs/cgroup/cpuset", map[string]string{"cgroup.procs": "1\n2\n500\n600\n700\n800\n"})
+	writeTree(t, r.Dir(), "proc", map[string]string{
+		"1/stat":   stat("1", "systemd", "4194560"),
+		"2/stat":   stat("2", "kthreadd", "2129984"), // PF_KTHREAD
+		"500/stat": stat("500", "slurmd", "4194560"),
+		"600/stat": stat("600", "sshd: a (b)", "4194560"),
+		"700/stat": stat("700", "munged", "4194560"),
+		// 800 has exited: no /proc/800
+	})
+	h, _ := Open(r)
+	opt := Options{Exclude: []string{"munge*", "backup"}}
+	if _, err := h.Apply(opt, "0-3", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpusOf(t, r, h.Mount(), hkCgroup); got != "0-3" {
+		t.Errorf("%s cpus = %q", hkCgroup, got)
+	}
+	if got, _ := r.ReadString("/sys/fs/cgroup/cpuset/" + hkCgroup + "/cpuset.mems"); got != "0-1" {
+		t.Errorf("%s mems = %q, want the root's 0-1", hkCgroup, got)
+	}
+	if got, _ := r.ReadString("/sys/fs/cgroup/cpuset/" + hkCgroup + "/cgroup.procs"); got != "1\n600" {
+		t.Errorf("moved %q, want 1 and 600 (not the kernel thread, slurmd, munged, the exited)", got)
+	}
+	if st, _ := h.Read(opt); st.Format() != "0-3" {
+		t.Errorf("Read = %q", st.Format())
+	}
+	// Back: the processes return to the root (a fixture's folder cannot be
+	// removed, so it stays with the root's CPUs and reads as the root).
+	if _, err := h.Apply(opt, "0-15", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.ReadString("/sys/fs/cgroup/cpuset/cgroup.procs"); !strings.HasSuffix(got, "800\n1\n600") {
+		t.Errorf("root cgroup.procs %q, want 1 and 600 written back", got)
+	}
+	if st, _ := h.Read(opt); st.Format() != "0-15" {
+		t.Errorf("Read after restore = %q", st.Format())
 	}
 }

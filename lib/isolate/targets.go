@@ -44,6 +44,9 @@ type Hierarchy struct {
 	V2 bool
 	// mount is the node path of the hierarchy's root folder.
 	mount string
+	// exclude is the Options.Exclude of the last Apply, for the v1 root
+	// processes' command names.
+	exclude []string
 }
 
 // Open finds the cpuset hierarchy under root. cgroup v2 needs "cpuset" in
@@ -82,18 +85,18 @@ func (h *Hierarchy) nodePath(cg string) string { return path.Join(h.mount, cg) }
 //
 // cgroup v1: systemd does not manage cpuset, so the hierarchy holds
 // Slurm's slurm/ (or slurm_<node>/) tree and whatever else an admin made;
-// every top-level cgroup but Slurm's and opt.Exclude is confined. Host
-// processes in the hierarchy's root cgroup are not moved (a limit of this
-// version; see README).
+// every top-level cgroup but Slurm's and opt.Exclude is confined, and "."
+// stands for the host processes in the hierarchy's root cgroup, which are
+// moved into gpuprep.housekeeping (v1root.go).
 func (h *Hierarchy) Targets(opt Options) ([]string, error) {
 	if !h.V2 {
 		dirs, err := h.subdirs("")
 		if err != nil {
 			return nil, err
 		}
-		var out []string
+		out := []string{rootTasks}
 		for _, d := range dirs {
-			if d == "slurm" || strings.HasPrefix(d, "slurm_") || excluded(d, opt.Exclude) {
+			if d == "slurm" || strings.HasPrefix(d, "slurm_") || d == hkCgroup || excluded(d, opt.Exclude) {
 				continue
 			}
 			out = append(out, d)
