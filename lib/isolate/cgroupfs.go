@@ -21,7 +21,8 @@ const cpusFile = "cpuset.cpus"
 
 // ReadCPUs reads <cgroup>/cpuset.cpus: the CPUs the cgroup is limited to,
 // in canonical form. "" (v2 only) means no limit of its own: the file is
-// empty, or holds exactly the CPUs the parent has
+// empty or absent (cpuset not enabled for the cgroup), or holds exactly the
+// CPUs the parent has
 // (<parent>/cpuset.cpus.effective), which is what writing "" leaves on a
 // cgroup with processes (see WriteCPUs). A cgroup (or its file) that does
 // not exist gives an error wrapping fs.ErrNotExist; content that is not a
@@ -35,6 +36,11 @@ func (h *Hierarchy) ReadCPUs(cg string) (string, error) {
 		return h.readRootTasks()
 	}
 	set, err := h.readList(path.Join(h.nodePath(cg), cpusFile))
+	if h.V2 && errors.Is(err, fs.ErrNotExist) && h.root.Exists(h.nodePath(cg)) {
+		// No cpuset controller enabled for it (its parent's
+		// cgroup.subtree_control lacks cpuset): no limit of its own.
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("cgroup %s: %w", cg, err)
 	}

@@ -80,6 +80,13 @@ func TestApplyEnablesCpuset(t *testing.T) {
 		"system.slice/cron.service/cgroup.controllers": "cpu memory",
 		"system.slice/cgroup.subtree_control":          "cpu memory",
 	})
+	// Without the controller the cgroup has no cpuset.cpus: no limit.
+	if err := os.Remove(r.Path("/sys/fs/cgroup/system.slice/cron.service/cpuset.cpus")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := h.Read(Options{}); err != nil || st.Format() != "" {
+		t.Fatalf("Read without cpuset files = %q, %v", st.Format(), err)
+	}
 	if _, err := h.Apply(Options{}, "0-3", nil); err != nil {
 		t.Fatal(err)
 	}
