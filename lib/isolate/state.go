@@ -95,8 +95,9 @@ func (h *Hierarchy) Read(opt Options) (State, error) {
 // Apply puts a Value in force. A uniform one is written to every target
 // cgroup present now; a per-cgroup one to each of its cgroups that still
 // exists (a unit that vanished is no error; one not listed is left
-// alone). Each write is read back; a cgroup that kept another value is an
-// error naming it. It returns the cgroups written.
+// alone). A cgroup already right is not written; each write is read
+// back, and a cgroup that kept another value is an error naming it. It
+// returns the cgroups written.
 func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, error) {
 	cpus, per, err := ParseValue(v)
 	if err != nil {
@@ -116,6 +117,9 @@ func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, er
 	var done []string
 	for _, cg := range slices.Sorted(maps.Keys(per)) {
 		want := per[cg]
+		if cur, err := h.ReadCPUs(cg); err == nil && cur == want {
+			continue // already right: no write (nor cpuset to enable)
+		}
 		if err := h.WriteCPUs(cg, want); err != nil {
 			if vanished(err) && !h.root.Exists(h.nodePath(cg)) {
 				if log != nil {
