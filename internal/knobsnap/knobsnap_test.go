@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
+
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -240,7 +243,7 @@ func dgxh100(t *testing.T) (string, []knob.Knob) {
 	if len(devs) == 0 {
 		t.Fatal("mock:dgxh100 has no GPU")
 	}
-	knobs := knob.Catalog(knob.Env{Root: r, GPU: backend, GPUs: devs})
+	knobs := knob.Catalog(knob.Env{Root: r, GPU: backend, GPUs: devs, Isolation: isolate.Options{Writer: cgwriter.Writer{}}})
 	for _, k := range knobs {
 		if !knob.IsGPUKnob(k.ID().Name) {
 			continue

@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
 	"strings"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/cpuset"
@@ -90,38 +86,18 @@ func (h *Hierarchy) WriteCPUs(cg, cpus string) error {
 	return h.writeV1(cg, cpus)
 }
 
-// writeV2 writes cpuset.cpus through containerd/cgroups' cgroup2 manager,
-// which takes the mount point, so fixture trees work. The cpuset controller
-// must be enabled in every ancestor's cgroup.subtree_control for the file
-// to exist; where the cgroup's cgroup.controllers does not list it yet,
-// ToggleControllers enables it (root down to the parent). It is left
-// enabled afterwards: Slurm's own cgroup plugin needs it for the jobs, and
-// an empty cpuset.cpus is no limit.
-//
+// writeV2 writes a v2 cgroup's cpuset.cpus through the Writer
+// (containerd/cgroups, which enables the cpuset controller on the way);
 // "" (no limit of its own) is clearV2's.
 func (h *Hierarchy) writeV2(cg, cpus string) error {
-	m, err := cgroup2.Load("/"+cg, cgroup2.WithMountpoint(h.root.Path(h.mount)))
-	if err != nil {
-		return fmt.Errorf("cgroup %s: %w", cg, err)
-	}
-	// A kernel's cgroup always has cgroup.controllers; one gone means the
-	// cgroup went, which the write below reports as vanished.
-	ctrls, err := m.Controllers()
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("cgroup %s: %w", cg, err)
-	}
-	if err == nil && !slices.Contains(ctrls, "cpuset") {
-		if err := m.ToggleControllers([]string{"cpuset"}, cgroup2.Enable); err != nil {
-			return fmt.Errorf("cgroup %s: enabling cpuset: %w", cg, err)
-		}
-	}
 	if cpus == "" {
 		return h.clearV2(cg)
 	}
-	if err := m.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Cpus: cpus}}); err != nil {
-		return fmt.Errorf("cgroup %s: write %s = %q: %w", cg, cpusFile, cpus, err)
+	w, err := h.writer()
+	if err != nil {
+		return err
 	}
-	return nil
+	return w.SetV2(h.root.Path(h.mount), cg, cpus)
 }
 
 // clearV2 takes a v2 cgroup's own limit away. The kernel refuses an empty
@@ -154,11 +130,10 @@ func (h *Hierarchy) clearV2(cg string) error {
 	return nil
 }
 
-// writeV1 writes cpuset.cpus through containerd/cgroups' cgroup1 cpuset
-// controller, rooted at the fixture's /sys/fs/cgroup. Its Update creates
-// the cgroup (and copies the parent's cpus and mems into empty files),
-// which is why WriteCPUs checks first that the cgroup exists: a unit that
-// vanished must not come back as an empty cgroup.
+// writeV1 writes a v1 cgroup's cpuset.cpus through the Writer. Its
+// Update creates the cgroup, which is why WriteCPUs checks first that the
+// cgroup exists: a unit that vanished must not come back as an empty
+// cgroup. v1 has no "no limit": "" writes the root's CPUs.
 func (h *Hierarchy) writeV1(cg, cpus string) error {
 	if cpus == "" {
 		all, err := h.ReadCPUs("")
@@ -167,11 +142,34 @@ func (h *Hierarchy) writeV1(cg, cpus string) error {
 		}
 		cpus = all
 	}
-	ctl := cgroup1.NewCpuset(h.root.Path(path.Dir(h.mount)))
-	if err := ctl.Update(cg, &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: cpus}}); err != nil {
-		return fmt.Errorf("cgroup %s: write %s = %q: %w", cg, cpusFile, cpus, err)
+	w, err := h.writer()
+	if err != nil {
+		return err
 	}
-	return nil
+	return w.SetV1(h.root.Path(path.Dir(h.mount)), cg, cpus, "")
+}
+
+// Writer changes cgroups: lib/isolate/cgwriter's, over
+// containerd/cgroups/v3. It is passed in (Options.Writer) so that what
+// only reads (the knob's Read, gpuprep-gres, srunwrap's configuration) does
+// not link containerd/cgroups.
+type Writer interface {
+	// SetV2 writes <mount>/<cg>/cpuset.cpus (cpus not empty), enabling
+	// the cpuset controller on the cgroup's ancestors where it is not.
+	SetV2(mount, cg, cpus string) error
+	// SetV1 creates or updates the v1 cpuset cgroup cg below
+	// <root>/cpuset with cpus and, when not empty, mems.
+	SetV1(root, cg, cpus, mems string) error
+}
+
+// ErrNoWriter is Apply's error when Options.Writer is nil.
+var ErrNoWriter = errors.New("isolate: no cgroup writer (Options.Writer)")
+
+func (h *Hierarchy) writer() (Writer, error) {
+	if h.w == nil {
+		return nil, ErrNoWriter
+	}
+	return h.w, nil
 }
 
 // vanished says whether err is about a cgroup that does not exist (any

@@ -11,9 +11,10 @@
 //     cgroup v1: the top-level cgroups of the cpuset hierarchy outside
 //     Slurm's slurm/ tree, and "." for the root cgroup's host processes.
 //   - v1root.go: those processes moved into gpuprep.housekeeping and back.
-//   - cgroupfs.go: reading and writing cpuset.cpus, through
-//     github.com/containerd/cgroups/v3 where it can, over a rooted mount so
-//     that fixture trees work.
+//   - cgroupfs.go: reading and writing cpuset.cpus; writes go through a
+//     Writer, lib/isolate/cgwriter's over github.com/containerd/cgroups/v3
+//     (its managers take a mount point, so fixture trees work), passed in
+//     so that only the prolog and epilog link containerd/cgroups.
 //   - state.go: the canonical form of what the confined cgroups hold, the
 //     Value of the housekeeping_cpus knob (lib/knob).
 //

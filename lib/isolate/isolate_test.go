@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gpuprep/lib/isolate/cgwriter"
 )
 
 var jobCgroups = []string{"system.slice/slurmstepd.scope", "system.slice/slurmstepd.scope/job_1", "system.slice/slurmstepd.scope/job_1/step_0", "system.slice/slurmd.service"}
@@ -43,7 +45,7 @@ func TestApplyRestoreV2(t *testing.T) {
 	if err != nil || st.Format() != "" {
 		t.Fatalf("Read before = %q, %v; want \"\"", st.Format(), err)
 	}
-	done, err := h.Apply(Options{}, "0-3", nil)
+	done, err := h.Apply(Options{Writer: cgwriter.Writer{}}, "0-3", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestApplyRestoreV2(t *testing.T) {
 	if st, _ := h.Read(Options{}); st.Format() != "0-3" {
 		t.Errorf("Read after = %q, want 0-3", st.Format())
 	}
-	if _, err := h.Apply(Options{}, "", nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := h.Read(Options{}); st.Format() != "" {
@@ -87,7 +89,7 @@ func TestApplyEnablesCpuset(t *testing.T) {
 	if st, err := h.Read(Options{}); err != nil || st.Format() != "" {
 		t.Fatalf("Read without cpuset files = %q, %v", st.Format(), err)
 	}
-	if _, err := h.Apply(Options{}, "0-3", nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, "0-3", nil); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := r.ReadString("/sys/fs/cgroup/system.slice/cgroup.subtree_control")
@@ -107,7 +109,7 @@ func TestVanishedAndNewUnits(t *testing.T) {
 	if !strings.Contains(baseline, "system.slice/sshd.service=0-15") {
 		t.Fatalf("baseline %q is not per-cgroup", baseline)
 	}
-	if _, err := h.Apply(Options{}, "0-3", nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, "0-3", nil); err != nil {
 		t.Fatal(err)
 	}
 	// During the job: sshd stops (its cgroup goes), a new service starts.
@@ -124,7 +126,7 @@ func TestVanishedAndNewUnits(t *testing.T) {
 	}
 	// Restore the baseline: sshd is gone, which is no error, and is not
 	// created again.
-	if _, err := h.Apply(Options{}, baseline, nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, baseline, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	if r.Exists("/sys/fs/cgroup/system.slice/sshd.service") {
@@ -171,7 +173,7 @@ func TestApplyRestoreV1(t *testing.T) {
 	if baseline != "0-15" {
 		t.Fatalf("baseline %q", baseline)
 	}
-	if _, err := h.Apply(Options{}, "0-3", nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, "0-3", nil); err != nil {
 		t.Fatal(err)
 	}
 	for cg, want := range map[string]string{"daemons": "0-3", "backup": "0-3", "slurm": "0-15", "slurm/uid_0/job_1": "4-7", "": "0-15"} {
@@ -179,11 +181,11 @@ func TestApplyRestoreV1(t *testing.T) {
 			t.Errorf("%q: cpuset.cpus = %q, want %q", cg, got, want)
 		}
 	}
-	if _, err := h.Apply(Options{}, baseline, nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, baseline, nil); err != nil {
 		t.Fatal(err)
 	}
 	// v1 has no "inherit": "" puts back the root's CPUs.
-	if _, err := h.Apply(Options{}, "", nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := h.Read(Options{}); st.Format() != "0-15" {
@@ -230,7 +232,7 @@ func TestV1RootTasks(t *testing.T) {
 		// 800 has exited: no /proc/800
 	})
 	h, _ := Open(r)
-	opt := Options{Exclude: []string{"munge*", "backup"}}
+	opt := Options{Exclude: []string{"munge*", "backup"}, Writer: cgwriter.Writer{}}
 	if _, err := h.Apply(opt, "0-3", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +258,13 @@ func TestV1RootTasks(t *testing.T) {
 	}
 	if st, _ := h.Read(opt); st.Format() != "0-15" {
 		t.Errorf("Read after restore = %q", st.Format())
+	}
+}
+
+// Without a Writer, Apply changes nothing and says why.
+func TestApplyNeedsWriter(t *testing.T) {
+	h, _ := Open(v2Tree(t))
+	if _, err := h.Apply(Options{}, "0-3", nil); !errors.Is(err, ErrNoWriter) {
+		t.Errorf("Apply without a writer: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
+	"gpuprep/lib/isolate/cgwriter"
 )
 
 // TestRealCgroup applies and restores the isolation read-write on the
@@ -84,7 +85,7 @@ func TestRealCgroup(t *testing.T) {
 	if err != nil || before.Format() != "" {
 		t.Fatalf("Read before = %q, %v", before.Format(), err)
 	}
-	if _, err := h.Apply(Options{}, hk, nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, hk, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := h.Read(Options{}); got.Format() != hk {
@@ -96,7 +97,7 @@ func TestRealCgroup(t *testing.T) {
 	if got := allowed(t, job); !got.Equal(all) {
 		t.Errorf("job process on %s, want all of %s", got, all)
 	}
-	if _, err := h.Apply(Options{}, before.Format(), nil); err != nil {
+	if _, err := h.Apply(Options{Writer: cgwriter.Writer{}}, before.Format(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := allowed(t, svc); !got.Equal(all) {

@@ -103,7 +103,7 @@ func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	h.exclude = opt.Exclude
+	h.exclude, h.w = opt.Exclude, opt.Writer
 	if per == nil {
 		targets, err := h.Targets(opt)
 		if err != nil {

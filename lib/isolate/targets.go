@@ -20,6 +20,9 @@ type Options struct {
 	// IRQs also moves interrupts that are not a GPU's or a NIC's to the
 	// housekeeping CPUs. Not implemented yet: Read and Apply ignore it.
 	IRQs bool
+	// Writer changes the cgroups (lib/isolate/cgwriter's); Apply fails
+	// without one. Reading needs none.
+	Writer Writer
 }
 
 // ErrNoCpuset says the node has no cpuset controller gpuprep can use
@@ -44,9 +47,10 @@ type Hierarchy struct {
 	V2 bool
 	// mount is the node path of the hierarchy's root folder.
 	mount string
-	// exclude is the Options.Exclude of the last Apply, for the v1 root
-	// processes' command names.
+	// exclude and w are the Options.Exclude and Writer of the last
+	// Apply.
 	exclude []string
+	w       Writer
 }
 
 // Open finds the cpuset hierarchy under root. cgroup v2 needs "cpuset" in

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,11 +55,14 @@ func (h *Hierarchy) writeRootTasks(cpus string, exclude []string) error {
 	if err != nil {
 		return fmt.Errorf("cgroup: %w", err)
 	}
-	// containerd's cpuset controller creates the cgroup and writes cpus
-	// and mems (a v1 cpuset cgroup takes no task before both are set).
-	ctl := cgroup1.NewCpuset(h.root.Path(path.Dir(h.mount)))
-	if err := ctl.Create(hkCgroup, &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: cpus, Mems: mems}}); err != nil {
-		return fmt.Errorf("cgroup %s: %w", hkCgroup, err)
+	// The Writer creates the cgroup and writes cpus and mems (a v1 cpuset
+	// cgroup takes no process before both are set).
+	w, err := h.writer()
+	if err != nil {
+		return err
+	}
+	if err := w.SetV1(h.root.Path(path.Dir(h.mount)), hkCgroup, cpus, mems); err != nil {
+		return err
 	}
 	pids, err := h.procs("")
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
+
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -81,7 +84,7 @@ func TestFixtureRoundTrip(t *testing.T) {
 	root := knobRoot(t, "dgxh100")
 	addServices(t, root)
 	b, devs := mockGPUs(t)
-	ks := Catalog(Env{Root: root, GPU: b, GPUs: devs[:2]})
+	ks := Catalog(Env{Root: root, GPU: b, GPUs: devs[:2], Isolation: isolate.Options{Writer: cgwriter.Writer{}}})
 
 	// A mixed baseline: some CPUs on performance, some idle states off.
 	for _, c := range []int{5, 6, 7, 100, 223} {

@@ -9,6 +9,7 @@ import (
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/host"
 	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
 )
 
 func TestHousekeepingDecode(t *testing.T) {
@@ -41,7 +42,7 @@ func TestHousekeepingDecode(t *testing.T) {
 func TestHousekeepingKnob(t *testing.T) {
 	root := knobRoot(t, "dgxh100")
 	addServices(t, root)
-	k := Find(Catalog(Env{Root: root, Isolation: isolate.Options{Exclude: []string{"sshd.service"}}}), ID{Name: "housekeeping_cpus", Scope: NodeScope})
+	k := Find(Catalog(Env{Root: root, Isolation: isolate.Options{Exclude: []string{"sshd.service"}, Writer: cgwriter.Writer{}}}), ID{Name: "housekeeping_cpus", Scope: NodeScope})
 	base := mustRead(t, k)
 	// knobRoot leaves out the CPUs' topology: whole cores are found on
 	// the shared copy.
