@@ -41,6 +41,11 @@ func init() {
 			"sys/fs/cgroup/<*>/cgroup.subtree_control",
 			"sys/fs/cgroup/<*>/cpuset.cpus",
 			"sys/fs/cgroup/<*>/<*>/cpuset.cpus",
+			// cgroup v1: the root cpuset's processes moved to and from
+			// cpuset/gpuprep.housekeeping, made with the root's mems.
+			"sys/fs/cgroup/<*>/cgroup.procs",
+			"sys/fs/cgroup/<*>/<*>/cgroup.procs",
+			"sys/fs/cgroup/<*>/<*>/cpuset.mems",
 		},
 		node: func(f files, sc *cpuScope) Knob { return newHousekeeping(f, sc.isolation) },
 	})
