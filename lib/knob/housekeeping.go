@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/isolate"
@@ -137,9 +138,20 @@ func (k *housekeepingKnob) Desired(setting string) (Value, error) {
 		return "", nil
 	}
 	n := &topo.Node{}
-	if k.root.Dir() != "" {
+	switch {
+	case strings.Contains(string(spec), ":") && k.root.Dir() != "":
+		// Whole cores: the node's topology.
 		if n, err = topo.Discover(k.root, nil, topo.Options{}); err != nil {
 			return "", fmt.Errorf("%s: %w", k.id, err)
+		}
+	default:
+		// A CPU list: only the online CPUs are needed.
+		online, err := topo.OnlineCPUs(k.f)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", k.id, err)
+		}
+		for _, c := range online.List() {
+			n.CPUs = append(n.CPUs, topo.CPU{ID: c})
 		}
 	}
 	set, err := isolate.Housekeeping(spec, n)
