@@ -57,6 +57,14 @@ bench: build
 	bash test/bench.sh
 	bash test/bench-hooks.sh
 
+# bench-noise: as root on a cgroup v2 GPU node, with the programs already in
+# bin/ (no Go needed there): a GPU feeder with noisy host services, before and
+# after gpuprep-prolog confines them to housekeeping_cpus (test/bench-noise.sh
+# says what it checks). HK=0-3 STEPS=1500 JOB_CPUS=... override its defaults.
+.PHONY: bench-noise
+bench-noise:
+	bash test/bench-noise.sh
+
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/cpuset
 	$(GO) test -run='^$$' -fuzz=FuzzParseGresConf -fuzztime=30s ./lib/slurm

@@ -61,13 +61,16 @@ func isNum(s string) bool {
 
 // matchWrite says whether rel is the file pattern (a knob.Def's Writes
 // entry) names: the same components, "<N>" in one standing for a run of
-// decimal digits.
+// decimal digits, a whole "<*>" for any one name (a cgroup's).
 func matchWrite(pattern, rel string) bool {
 	ps, rs := strings.Split(pattern, "/"), strings.Split(rel, "/")
 	if len(ps) != len(rs) {
 		return false
 	}
 	for i, p := range ps {
+		if p == "<*>" {
+			continue
+		}
 		pre, suf, ok := strings.Cut(p, "<N>")
 		if !ok {
 			if p != rs[i] {
@@ -119,13 +122,13 @@ func KnobOf(key string) string {
 
 // walkTops are the folders Take walks: those of the THP and sysctl files
 // and the mock GPUs, and the folder of each knob's written files (up to
-// its first "<N>"), where no other holds it.
+// its first "<N>" or "<*>"), where no other holds it.
 func walkTops() []string {
 	tops := []string{"sys/devices/system/cpu", "sys/kernel/mm", "proc/sys", "run"}
 	for _, d := range knob.Defs() {
 		for _, w := range d.Writes {
 			dir := path.Dir(w)
-			if i := strings.Index(dir, "<N>"); i >= 0 {
+			if i := strings.Index(dir, "<"); i >= 0 {
 				dir = path.Dir(dir[:i])
 			}
 			if !slices.ContainsFunc(tops, func(t string) bool { return dir == t || strings.HasPrefix(dir, t+"/") }) {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
+
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -64,7 +67,7 @@ func TestKnobOf(t *testing.T) {
 	// Every knob's files are snapshot keys of that knob.
 	for _, d := range knob.Defs() {
 		for _, w := range d.Writes {
-			key := strings.ReplaceAll(w, "<N>", "12")
+			key := strings.ReplaceAll(strings.ReplaceAll(w, "<N>", "12"), "<*>", "x.service")
 			if !tuned(key) || KnobOf(key) != d.Name {
 				t.Errorf("%s writes %s, but KnobOf(%s) = %q", d.Name, w, key, KnobOf(key))
 			}
@@ -215,6 +218,19 @@ func dgxh100(t *testing.T) (string, []knob.Knob) {
 	t.Helper()
 	root := testroot.Unpack(t, "dgxh100")
 	r := host.NewRoot(root)
+	// The fixture's cgroup v2 tree has no units: add services, slurmd and
+	// a job, for housekeeping_cpus.
+	for _, cg := range []string{"system.slice/cron.service", "system.slice/slurmd.service", "system.slice/slurmstepd.scope/job_1", "user.slice", "init.scope"} {
+		for _, f := range []string{"cgroup.controllers", "cpuset.cpus"} {
+			p := filepath.Join(root, "sys/fs/cgroup", cg, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(map[bool]string{true: "cpuset cpu memory"}[f == "cgroup.controllers"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	backend, err := gpu.Open("mock:dgxh100", r)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +243,7 @@ func dgxh100(t *testing.T) (string, []knob.Knob) {
 	if len(devs) == 0 {
 		t.Fatal("mock:dgxh100 has no GPU")
 	}
-	knobs := knob.Catalog(knob.Env{Root: r, GPU: backend, GPUs: devs})
+	knobs := knob.Catalog(knob.Env{Root: r, GPU: backend, GPUs: devs, Isolation: isolate.Options{Writer: cgwriter.Writer{}}})
 	for _, k := range knobs {
 		if !knob.IsGPUKnob(k.ID().Name) {
 			continue
@@ -353,6 +369,8 @@ func otherValue(t *testing.T, k knob.Knob, cur knob.Value) (knob.Value, bool) {
 		settings = []string{"1200,1800"}
 	case "gpu_power_limit_w":
 		settings = []string{"500", "400"}
+	case "housekeeping_cpus":
+		settings = []string{"0-3", "0-1"}
 	}
 	for _, s := range settings {
 		v, err := k.Desired(s)

@@ -408,7 +408,6 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-
 func BenchmarkParseExample(b *testing.B) {
 	data, err := os.ReadFile(examplePath)
 	if err != nil {

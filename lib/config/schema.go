@@ -31,6 +31,7 @@ type Config struct {
 	Profiles  map[string]ProfileSpec `toml:"profiles"` // as written; use Profile for the resolved one
 	MIG       MIGSection             `toml:"mig"`
 	Health    HealthSection          `toml:"health"`
+	Isolation IsolationSection       `toml:"isolation"`
 
 	// File is the file the configuration came from ("defaults.toml" for the
 	// built-in one).
@@ -84,6 +85,19 @@ type GresSection struct {
 	// SLURM_JOB_GPUS are; "auto" means the one beside SLURM_CONF, else
 	// /etc/slurm/gres.conf.
 	Conf string `toml:"conf"`
+}
+
+// IsolationSection is [isolation]: node-wide settings of the
+// housekeeping_cpus knob (a profile says which CPUs; this says which
+// services).
+type IsolationSection struct {
+	// Exclude names service cgroups never confined to the housekeeping
+	// CPUs: unit names or path.Match patterns ("munge.service",
+	// "docker-*.scope"). slurmd and Slurm's job cgroups never are.
+	Exclude []string `toml:"exclude"`
+	// IRQs would also move interrupts that are no GPU's or NIC's to the
+	// housekeeping CPUs. Not implemented yet: true is refused.
+	IRQs bool `toml:"irqs"`
 }
 
 // Tristate is true, false or "auto".

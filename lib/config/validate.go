@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"maps"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -51,6 +52,7 @@ func validate(c *Config) problems {
 	checkGres(&c.Gres, &ps)
 	checkMIG(&c.MIG, &ps)
 	checkHealth(&c.Health, c.General.Deadline, &ps)
+	checkIsolation(&c.Isolation, &ps)
 	checkKnobs(c.Defaults, knobsType, []string{"defaults"}, &ps)
 	for _, name := range c.ProfileNames() {
 		checkProfile(c, name, &ps)
@@ -166,6 +168,22 @@ func checkMIGLayouts(layouts map[string]MIGLayout, at []string, ps *problems) {
 				ps.add(key, "%s: %q is not a MIG profile name such as \"3g.40gb\", \"1c.3g.40gb\" or \"1g.10gb+me\"", formatKey(key), dev)
 			}
 		}
+	}
+}
+
+// unitPatternRE: a systemd unit name or a path.Match pattern of one.
+var unitPatternRE = regexp.MustCompile(`^[A-Za-z0-9:_.@\\*?\[\]-]+$`)
+
+func checkIsolation(s *IsolationSection, ps *problems) {
+	key := []string{"isolation", "exclude"}
+	for _, u := range s.Exclude {
+		if _, err := path.Match(u, ""); err != nil || !unitPatternRE.MatchString(u) || u == "." || u == ".." {
+			ps.add(key, "%s: %q is not a unit name or pattern such as \"munge.service\" or \"docker-*.scope\"", formatKey(key), u)
+		}
+	}
+	if s.IRQs {
+		key := []string{"isolation", "irqs"}
+		ps.add(key, "%s = true: moving IRQs to the housekeeping CPUs is not implemented yet", formatKey(key))
 	}
 }
 

@@ -19,6 +19,9 @@ func OptionsFromConfig(cfg *config.Config, numaFlag config.Tristate, nodeName st
 		if cfg.Gres.NUMAAsSocket != "" {
 			mode = cfg.Gres.NUMAAsSocket
 		}
+		if p, err := cfg.Profile(cfg.Selection.DefaultProfile); err == nil {
+			opt.Housekeeping, _ = p.Setting("housekeeping_cpus")
+		}
 	}
 	if numaFlag != "" {
 		mode = numaFlag

@@ -52,6 +52,11 @@ func WriteNodeLine(w io.Writer, r *Result) error {
 			return err
 		}
 	}
+	if !r.Node.CpuSpecList.IsEmpty() {
+		if _, err := fmt.Fprintf(w, "# CpuSpecList: OS CPUs %s, gpuprep's housekeeping_cpus; binds only with TaskPlugin=task/cgroup and ConstrainCores=yes\n", r.Node.HousekeepingCPUs); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintln(w, r.Node.String())
 	return err
 }

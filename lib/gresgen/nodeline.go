@@ -61,6 +61,9 @@ func (nl NodeLine) String() string {
 		}
 		b.WriteString(" Gres=" + strings.Join(parts, ","))
 	}
+	if !nl.CpuSpecList.IsEmpty() {
+		b.WriteString(" CpuSpecList=" + formatSpecList(nl.CpuSpecList))
+	}
 	return b.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/isolate"
 	"gpuprep/lib/topo"
 )
 
@@ -85,6 +86,17 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 	}
 	res.Warnings = append(res.Warnings, alignmentWarnings(node, gpus, opt)...)
 	res.Node, res.NeedsNUMAAsSocket = nodeLine(node, res.Devices, opt)
+	if opt.Housekeeping != "" {
+		ids, err := cpuSpecList(node, isolate.Spec(opt.Housekeeping))
+		if err != nil {
+			res.Warnings = append(res.Warnings, Warning{
+				Msg: fmt.Sprintf("CpuSpecList= left out: housekeeping_cpus %q: %v", opt.Housekeeping, err),
+				Fix: "set housekeeping_cpus in the default profile to CPUs this node has",
+			})
+		} else {
+			res.Node.CpuSpecList, res.Node.HousekeepingCPUs = ids, osCPUsOfSpec(node, ids)
+		}
+	}
 	return res, nil
 }
 

@@ -31,6 +31,10 @@ type Options struct {
 	// NodeNameLines starts every gres.conf line with NodeName=<node>, for
 	// a gres.conf several nodes share (configless Slurm).
 	NodeNameLines bool
+	// Housekeeping is the default profile's housekeeping_cpus (an
+	// isolate.Spec): the node line then holds CpuSpecList= for those CPUs,
+	// so that Slurm keeps job tasks off them. "" for none.
+	Housekeeping string
 }
 
 // Device is one gres.conf record: a whole GPU or a MIG device.
@@ -72,6 +76,11 @@ type NodeLine struct {
 	ThreadsPerCore int         `json:"threads_per_core"`
 	RealMemory     uint64      `json:"real_memory"` // MiB
 	Gres           []GresCount `json:"gres"`
+	// CpuSpecList are the Slurm abstract CPU ids reserved for the system
+	// (the housekeeping CPUs); empty for none.
+	CpuSpecList cpuset.Set `json:"cpu_spec_list,omitzero"`
+	// HousekeepingCPUs are the OS CPUs of CpuSpecList.
+	HousekeepingCPUs cpuset.Set `json:"housekeeping_cpus,omitzero"`
 }
 
 // GresCount is one entry of the node line's Gres=: gpu:<type>:<count>.

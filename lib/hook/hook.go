@@ -23,6 +23,8 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
+	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
@@ -72,7 +74,8 @@ func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
 func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
-	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus})
+	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, IRQs: o.Config.Isolation.IRQs, Writer: cgwriter.Writer{}}
+	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso})
 	m := make(map[string]knob.Knob, len(ks))
 	for _, k := range ks {
 		m[k.ID().String()] = k

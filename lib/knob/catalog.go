@@ -4,6 +4,7 @@ import (
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
+	"gpuprep/lib/isolate"
 )
 
 // Env is what Catalog needs to know of the node and the job.
@@ -16,6 +17,9 @@ type Env struct {
 	GPU gpu.Backend
 	// GPUs are the job's GPUs: each gets its own GPU knobs.
 	GPUs []gpu.Device
+	// Isolation is the [isolation] options housekeeping_cpus takes (units
+	// never confined; IRQs).
+	Isolation isolate.Options
 }
 
 // Catalog returns every knob in scope: the node knobs (NodeKnobNames
@@ -23,7 +27,7 @@ type Env struct {
 // order) when env.GPU is set. Knobs absent on the node are included; their Read says
 // ErrUnsupported. Building it reads at most the online CPU list.
 func Catalog(env Env) []Knob {
-	return append(NodeKnobs(env.Root, env.CPUs), gpuKnobsOf(env)...)
+	return append(nodeKnobsWith(env.Root, env.CPUs, env.Isolation), gpuKnobsOf(env)...)
 }
 
 // NodeKnobs returns the node knobs over root for cpus (empty: the online

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
+
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -20,6 +23,7 @@ var everySetting = map[string]string{
 	"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
 	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
 	"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
+	"housekeeping_cpus": "0-3",
 }
 
 func TestCatalog(t *testing.T) {
@@ -78,8 +82,9 @@ func readAll(t testing.TB, ks []Knob) map[ID]Value {
 // restores the baseline exactly.
 func TestFixtureRoundTrip(t *testing.T) {
 	root := knobRoot(t, "dgxh100")
+	addServices(t, root)
 	b, devs := mockGPUs(t)
-	ks := Catalog(Env{Root: root, GPU: b, GPUs: devs[:2]})
+	ks := Catalog(Env{Root: root, GPU: b, GPUs: devs[:2], Isolation: isolate.Options{Writer: cgwriter.Writer{}}})
 
 	// A mixed baseline: some CPUs on performance, some idle states off.
 	for _, c := range []int{5, 6, 7, 100, 223} {
@@ -98,6 +103,7 @@ func TestFixtureRoundTrip(t *testing.T) {
 		{Name: "gpu_persistence", Scope: GPUScope(devs[1].UUID)}:       "on",
 		{Name: "gpu_locked_clocks_mhz", Scope: GPUScope(devs[1].UUID)}: Unknown,
 		{Name: "gpu_power_limit_w", Scope: GPUScope(devs[0].UUID)}:     "700",
+		{Name: "housekeeping_cpus", Scope: NodeScope}:                  "",
 	} {
 		if base[id] != want {
 			t.Errorf("baseline %s = %q, want %q", id, base[id], want)

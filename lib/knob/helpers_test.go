@@ -222,7 +222,7 @@ func knobRoot(t testing.TB, name string) host.Root {
 		base := filepath.Base(rel)
 		return strings.HasPrefix(rel, "sys/devices/system/cpu/cpu") && (base == "cache" || base == "topology")
 	}
-	for _, top := range []string{"sys/devices/system/cpu", "sys/kernel/mm", "proc/sys"} {
+	for _, top := range []string{"sys/devices/system/cpu", "sys/devices/system/node", "sys/kernel/mm", "proc/sys", "sys/fs/cgroup"} {
 		err := filepath.WalkDir(filepath.Join(src, top), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(src, top) {
@@ -256,4 +256,28 @@ func knobRoot(t testing.TB, name string) host.Root {
 		}
 	}
 	return host.NewRoot(dst)
+}
+
+// addServices adds systemd's and Slurm's cgroups to a root's cgroup v2
+// tree: two services, slurmd, a job under slurmstepd.scope, user.slice and
+// init.scope, none with CPUs of its own (the job's 4-7).
+func addServices(t testing.TB, r host.Root) {
+	t.Helper()
+	files := map[string]string{}
+	for _, cg := range []string{"system.slice", "system.slice/cron.service", "system.slice/sshd.service",
+		"system.slice/slurmd.service", "system.slice/slurmstepd.scope", "system.slice/slurmstepd.scope/job_1",
+		"user.slice", "init.scope"} {
+		files["/sys/fs/cgroup/"+cg+"/cgroup.controllers"] = "cpuset cpu memory pids"
+		files["/sys/fs/cgroup/"+cg+"/cpuset.cpus"] = ""
+	}
+	files["/sys/fs/cgroup/system.slice/slurmstepd.scope/job_1/cpuset.cpus"] = "4-7"
+	for p, c := range files {
+		full := r.Path(p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

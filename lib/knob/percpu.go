@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/isolate"
 	"gpuprep/lib/topo"
 )
 
@@ -29,6 +30,10 @@ type cpuScope struct {
 	ids []int
 	pos map[int]int // CPU id -> index in ids
 	err error       // reading the online CPUs failed
+	// isolation is the node-wide [isolation] options, the one other
+	// node-wide input a node knob (housekeeping_cpus) takes; it rides
+	// here so that every node knob keeps one constructor signature.
+	isolation isolate.Options
 }
 
 // newCPUScope is the given CPUs, or the online CPUs when cpus is empty.

@@ -6,6 +6,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/isolate"
 )
 
 // The registry is the one list of knobs. Each knob's file registers a Def
@@ -163,7 +164,13 @@ func namesOf(keep func(*Def) bool) []string {
 // nodeKnobs builds the node knobs over f for cpus (empty: the online CPUs),
 // in order; the per-CPU knobs share one view of the CPUs.
 func nodeKnobs(f files, cpus cpuset.Set) []Knob {
+	return nodeKnobsWith(f, cpus, isolate.Options{})
+}
+
+// nodeKnobsWith is nodeKnobs with the node's [isolation] options.
+func nodeKnobsWith(f files, cpus cpuset.Set, iso isolate.Options) []Knob {
 	sc := newCPUScope(f, cpus)
+	sc.isolation = iso
 	var out []Knob
 	for _, d := range registry {
 		if d.Scope == ScopeNode {

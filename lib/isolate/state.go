@@ -1,0 +1,145 @@
+package isolate
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"gpuprep/lib/cpuset"
+)
+
+// State maps each confined cgroup (path below the hierarchy's mount) to its
+// cpuset.cpus in canonical form ("" for none of its own).
+type State map[string]string
+
+// The canonical form of a State, the housekeeping_cpus knob's Value:
+//
+//	0-3                                  every cgroup holds 0-3
+//	(empty)                              every cgroup holds none of its own
+//	init.scope=;system.slice/cron.service=0-3;user.slice=
+//	                                     otherwise: each cgroup, sorted by path
+//
+// So a unit that vanished during a job leaves the Value as it was, and a
+// unit started during the job outside the housekeeping CPUs makes it
+// per-cgroup: the epilog sees drift. A Value is per-cgroup exactly when it
+// contains '='. No cgroup at all reads as "" (nothing is confined).
+
+// Format is s in canonical form.
+func (s State) Format() string {
+	keys := slices.Sorted(maps.Keys(s))
+	if len(keys) == 0 {
+		return ""
+	}
+	same := true
+	for _, k := range keys[1:] {
+		same = same && s[k] == s[keys[0]]
+	}
+	if same {
+		return s[keys[0]]
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + s[k]
+	}
+	return strings.Join(parts, ";")
+}
+
+// ParseValue reads a Value: uniform (a CPU list, or "") or per-cgroup.
+// uniform is false for a per-cgroup one, whose cgroups are in per.
+func ParseValue(v string) (cpus string, per State, err error) {
+	if !strings.Contains(v, "=") {
+		set, err := cpuset.Parse(v)
+		if err != nil {
+			return "", nil, fmt.Errorf("housekeeping value: %w", err)
+		}
+		return set.String(), nil, nil
+	}
+	per = State{}
+	for _, part := range strings.Split(v, ";") {
+		cg, list, ok := strings.Cut(part, "=")
+		if !ok || cg == "" || strings.Contains(cg, "..") || strings.HasPrefix(cg, "/") {
+			return "", nil, fmt.Errorf("housekeeping value: %q is not <cgroup>=<cpus>", part)
+		}
+		set, err := cpuset.Parse(list)
+		if err != nil {
+			return "", nil, fmt.Errorf("housekeeping value: %s: %w", cg, err)
+		}
+		per[cg] = set.String()
+	}
+	return "", per, nil
+}
+
+// Read reads what every target cgroup holds now. A target that vanishes
+// between listing and reading is left out.
+func (h *Hierarchy) Read(opt Options) (State, error) {
+	targets, err := h.Targets(opt)
+	if err != nil {
+		return nil, err
+	}
+	st := State{}
+	for _, cg := range targets {
+		cpus, err := h.ReadCPUs(cg)
+		if vanished(err) && !h.root.Exists(h.nodePath(cg)) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st[cg] = cpus
+	}
+	return st, nil
+}
+
+// Apply puts a Value in force. A uniform one is written to every target
+// cgroup present now; a per-cgroup one to each of its cgroups that still
+// exists (a unit that vanished is no error; one not listed is left
+// alone). A cgroup already right is not written; each write is read
+// back, and a cgroup that kept another value is an error naming it. It
+// returns the cgroups written.
+func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, error) {
+	cpus, per, err := ParseValue(v)
+	if err != nil {
+		return nil, err
+	}
+	h.exclude, h.w = opt.Exclude, opt.Writer
+	if per == nil {
+		targets, err := h.Targets(opt)
+		if err != nil {
+			return nil, err
+		}
+		per = State{}
+		for _, cg := range targets {
+			per[cg] = cpus
+		}
+	}
+	var done []string
+	for _, cg := range slices.Sorted(maps.Keys(per)) {
+		want := per[cg]
+		if cur, err := h.ReadCPUs(cg); err == nil && cur == want {
+			continue // already right: no write (nor cpuset to enable)
+		}
+		if err := h.WriteCPUs(cg, want); err != nil {
+			if vanished(err) && !h.root.Exists(h.nodePath(cg)) {
+				if log != nil {
+					log.Debug("isolate: cgroup vanished, skipped", "cgroup", cg)
+				}
+				continue
+			}
+			return done, err
+		}
+		got, err := h.ReadCPUs(cg)
+		if err != nil {
+			return done, err
+		}
+		if !h.V2 && want == "" {
+			want, _ = h.ReadCPUs("")
+		}
+		if got != want {
+			return done, fmt.Errorf("cgroup %s: wrote %s %q, read back %q", cg, cpusFile, want, got)
+		}
+		done = append(done, cg)
+	}
+	return done, nil
+}

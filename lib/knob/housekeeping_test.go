@@ -1,0 +1,83 @@
+package knob
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"gpuprep/internal/testroot"
+	"gpuprep/lib/host"
+	"gpuprep/lib/isolate"
+	"gpuprep/lib/isolate/cgwriter"
+)
+
+func TestHousekeepingDecode(t *testing.T) {
+	d, _ := Lookup("housekeeping_cpus")
+	for _, tc := range []struct {
+		raw  any
+		want string
+		err  bool
+	}{
+		{"3,0-2", "0-3", false},
+		{"", "", false},
+		{map[string]any{"cores_per_numa": int64(1)}, "cores_per_numa:1", false},
+		{map[string]any{"cores_per_socket": int64(2)}, "cores_per_socket:2", false},
+		{map[string]any{"cores_per_socket": int64(0)}, "cores_per_socket must be an integer 1..64", true},
+		{map[string]any{"cores": int64(1)}, `unknown key "cores"`, true},
+		{map[string]any{"cores_per_numa": int64(1), "cores_per_socket": int64(1)}, "must hold exactly one of cores_per_numa, cores_per_socket", true},
+		{"zero", `must be a CPU list such as "0-3", {cores_per_numa = N} or {cores_per_socket = N}`, true},
+		{int64(4), `must be a CPU list string or a table {cores_per_numa = N}`, true},
+	} {
+		got, err := d.Decode(tc.raw)
+		if tc.err && (err == nil || err.Error() != tc.want) || !tc.err && (err != nil || got != tc.want) {
+			t.Errorf("Decode(%v) = %q, %v; want %q (error %v)", tc.raw, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// The knob over a fixture root: the job's cgroup and slurmd are never
+// touched, exclusions come from Env.Isolation, a unit started during the
+// job is drift, and without cgroups to confine the knob is unsupported.
+func TestHousekeepingKnob(t *testing.T) {
+	root := knobRoot(t, "dgxh100")
+	addServices(t, root)
+	k := Find(Catalog(Env{Root: root, Isolation: isolate.Options{Exclude: []string{"sshd.service"}, Writer: cgwriter.Writer{}}}), ID{Name: "housekeeping_cpus", Scope: NodeScope})
+	base := mustRead(t, k)
+	// knobRoot leaves out the CPUs' topology: whole cores are found on
+	// the shared copy.
+	shared := Find(Catalog(Env{Root: host.NewRoot(testroot.Shared(t, "dgxh100"))}), k.ID())
+	v := mustDesired(t, shared, "cores_per_socket:1")
+	if v != "0,56,112,168" {
+		t.Fatalf("Desired = %q", v)
+	}
+	mustApply(t, k, v)
+	for cg, want := range map[string]string{
+		"system.slice/cron.service": "0,56,112,168", "user.slice": "0,56,112,168", "init.scope": "0,56,112,168",
+		"system.slice/sshd.service": "", "system.slice/slurmd.service": "", "system.slice/slurmstepd.scope": "",
+		"system.slice/slurmstepd.scope/job_1": "4-7",
+	} {
+		if got := get(t, root, "/sys/fs/cgroup/"+cg+"/cpuset.cpus"); got != want {
+			t.Errorf("%s = %q, want %q", cg, got, want)
+		}
+	}
+	if got := mustRead(t, k); got != v {
+		t.Errorf("Read = %q", got)
+	}
+	if err := os.MkdirAll(root.Path("/sys/fs/cgroup/system.slice/new.service"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set(t, root, "/sys/fs/cgroup/system.slice/new.service/cpuset.cpus", "")
+	set(t, root, "/sys/fs/cgroup/system.slice/new.service/cgroup.controllers", "cpuset cpu")
+	if got := mustRead(t, k); !strings.Contains(string(got), "system.slice/new.service=;") {
+		t.Errorf("a unit started during the job: Read = %q, want it per-cgroup", got)
+	}
+	mustApply(t, k, base)
+	if got := mustRead(t, k); got != base {
+		t.Errorf("restored %q, want %q", got, base)
+	}
+	bare := knobRoot(t, "dgxh100")
+	if _, err := Find(Catalog(Env{Root: bare}), k.ID()).Read(); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("no cgroup tree: Read = %v, want unsupported", err)
+	}
+}
