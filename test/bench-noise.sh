@@ -116,6 +116,9 @@ state_dir = "$WORK/state"
 log_file = ""
 metrics_dir = ""
 gpu_backend = "none"
+[health] # this measures isolation only
+prolog = false
+epilog = false
 [profiles.default]
 housekeeping_cpus = "$HK"
 TOML
