@@ -72,7 +72,10 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
-	if ((${#HOG_PIDS[@]})); then kill -9 "${HOG_PIDS[@]}" 2>/dev/null; fi
+	if ((${#HOG_PIDS[@]})); then
+		kill -9 "${HOG_PIDS[@]}" 2>/dev/null
+		wait "${HOG_PIDS[@]}" 2>/dev/null # reaped quietly: no "Killed" lines
+	fi
 	if [[ -e $SVC/cgroup.kill ]]; then echo 1 >"$SVC/cgroup.kill" 2>/dev/null; fi
 	if [[ -e $JOBCG/cgroup.kill ]]; then echo 1 >"$JOBCG/cgroup.kill" 2>/dev/null; fi
 	sleep 0.5
