@@ -68,7 +68,30 @@ dead_job_grace = "0s"
 [mig.layout]
 # The admin's MIG layout: these H100s run without MIG (checked per job).
 all = []
+[selection]
+default_profile = "isolated"
+[profiles.isolated]
+inherits = "default"
+# Host services on one whole core (both SMT threads) per NUMA node.
+housekeeping_cpus = {cores_per_numa = 1}
 TOML
+# The simulated node's cgroup v2 tree as systemd lays it out: host services
+# in system.slice beside Slurm's slurmstepd.scope, user.slice, init.scope.
+cg="$root/sys/fs/cgroup"
+mkcg() {
+  local d
+  for d in "$@"; do
+    mkdir -p "$cg/$d"
+    echo "cpuset cpu memory pids" >"$cg/$d/cgroup.controllers"
+    : >"$cg/$d/cgroup.subtree_control"; : >"$cg/$d/cpuset.cpus"; : >"$cg/$d/cgroup.procs"
+  done
+}
+mkdir -p "$cg"
+echo "cpuset cpu io memory pids" >"$cg/cgroup.controllers"
+echo "cpuset cpu memory pids" >"$cg/cgroup.subtree_control"
+mkcg system.slice system.slice/cron.service system.slice/rsyslog.service system.slice/slurmd.service \
+  system.slice/slurmstepd.scope user.slice init.scope
+echo "cpuset cpu memory pids" >"$cg/system.slice/cgroup.subtree_control"
 # Slurm's cgroup v2 tree on the simulated node: slurmstepd keeps a
 # job_<id> folder for every running job (PrologFlags=Contain).
 scope="$root/sys/fs/cgroup/system.slice/slurmstepd.scope"
@@ -77,6 +100,10 @@ hook=(--root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --s
 # What slurmd gives the hooks for job 4242 on GPUs 0 and 1:
 export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1 SLURMD_NODENAME=dgxh100-01
 gov="$root/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+
+step "The node line with CpuSpecList=: Slurm keeps job tasks off the housekeeping CPUs that gpuprep confines services to" \
+  "gpuprep-gres --format slurm --config /etc/gpuprep/gpuprep.toml"
+"${gres[@]}" --format slurm --config "$spool/gpuprep.toml"
 
 step "Before installing a config: is it valid, and which profiles fit this node's GPUs?" "gpuprep-prolog --check-config"
 "$bin"/gpuprep-prolog --gpu-backend "$backend" --config "$spool/gpuprep.toml" --check-config 2>&1 || true
@@ -88,13 +115,17 @@ step "The prolog applies it (journal first; the log names every change)" "gpupre
 echo "cpu0 governor before: $(cat "$gov")"
 "$bin"/gpuprep-prolog "${hook[@]}"
 echo "cpu0 governor now:    $(cat "$gov")"
+echo "cron.service cpuset.cpus: $(cat "$cg/system.slice/cron.service/cpuset.cpus"); the job's cgroup: untouched"
 
-step "During the job something turns NUMA balancing back on" "echo 1 > /proc/sys/kernel/numa_balancing"
+step "During the job something turns NUMA balancing back on, and a backup service starts on every CPU" \
+  "echo 1 > /proc/sys/kernel/numa_balancing; systemctl start backup.service"
 echo 1 > "$root/proc/sys/kernel/numa_balancing"
+mkcg system.slice/backup.service
 
 step "Job 4242 ends: the epilog records the drift and restores the baseline" "gpuprep-epilog"
 "$bin"/gpuprep-epilog "${hook[@]}"
 echo "cpu0 governor after:  $(cat "$gov")"
+echo "cron.service cpuset.cpus after: '$(cat "$cg/system.slice/cron.service/cpuset.cpus")' (every CPU again)"
 
 step "Job 4243 starts on GPU 2; then slurmd crashes: the job's processes and cgroup are gone, its epilog never runs" \
   "gpuprep-prolog (job 4243)"
