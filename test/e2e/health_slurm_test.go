@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"gpuprep/test/slurmharness"
 )
 
 // TestHealthXIDDrainsOnceInSlurm: on the dgxh100 fixture, the kernel log
@@ -18,10 +16,6 @@ import (
 func TestHealthXIDDrainsOnceInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
-	cfg := strings.Replace(hookConfig, `deadline = "60s"`, "deadline = \"60s\"\ndrain_reason = true", 1)
-	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for p, s := range map[string]string{
 		"proc/sys/kernel/random/boot_id": "11111111-2222-3333-4444-555555555555\n",
 		"dev/kmsg": "6,0,0,-;Linux version 6.1.0\n" +
@@ -34,19 +28,7 @@ func TestHealthXIDDrainsOnceInSlurm(t *testing.T) {
 		}
 	}
 	base := n.snap()
-	devDir := t.TempDir()
-	slurmharness.MakeDevices(t, devDir, []int{0, 1, 2, 3, 4, 5, 6, 7})
-	gres := pciGresConf(t, n.root)
-	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
-	c := slurmharness.Start(t, slurmharness.Options{
-		Gres: "gpu:8", GresConf: strings.ReplaceAll(gres, "/dev/", devDir+"/"),
-		Files: map[string]string{
-			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
-			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
-		},
-		Prolog: "prolog.sh",
-		Epilog: "epilog.sh",
-	})
+	c := startHookCluster(t, n, "")
 	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
 		t.Fatalf("job ran although GPU 0 logged Xid 79: %s", stderr)
 	}

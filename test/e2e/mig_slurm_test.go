@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"gpuprep/test/slurmharness"
 )
 
 // TestMIGMismatchDrainsInSlurm: on the dgxh100 fixture (MIG disabled on
@@ -21,7 +19,7 @@ func TestMIGMismatchDrainsInSlurm(t *testing.T) {
 	n.must("prolog", 1, "0", "")
 	n.must("epilog", 1, "", "")
 	base := n.snap()
-	c := startMIGCluster(t, n, "[mig.layout]\n\"0\" = [\"7g.80gb\"]\n")
+	c := startHookCluster(t, n, "[mig.layout]\n\"0\" = [\"7g.80gb\"]\n")
 	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
 		t.Fatalf("job ran although its GPU's MIG layout mismatches: %s", stderr)
 	}
@@ -38,30 +36,6 @@ func TestMIGMismatchDrainsInSlurm(t *testing.T) {
 	}
 }
 
-// startMIGCluster starts a one-node Slurm whose prolog and epilog run
-// gpuprep on n's fixture root (mock:dgxh100) with drain_reason on and mig
-// appended to the config.
-func startMIGCluster(t *testing.T, n *hookNode, mig string) *slurmharness.Cluster {
-	t.Helper()
-	cfg := strings.Replace(hookConfig, `deadline = "60s"`, "deadline = \"60s\"\ndrain_reason = true", 1) + mig
-	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	devDir := t.TempDir()
-	slurmharness.MakeDevices(t, devDir, []int{0, 1, 2, 3, 4, 5, 6, 7})
-	gres := pciGresConf(t, n.root) // SLURM_JOB_GPUS=0 is GPU 0 in bus order
-	args := " --root " + n.root + " --gpu-backend mock:dgxh100 --config " + n.cfg + " --state-dir " + n.spool + ` "$@"`
-	return slurmharness.Start(t, slurmharness.Options{
-		Gres: "gpu:8", GresConf: strings.ReplaceAll(gres, "/dev/", devDir+"/"),
-		Files: map[string]string{
-			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
-			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
-		},
-		Prolog: "prolog.sh",
-		Epilog: "epilog.sh",
-	})
-}
-
 // TestMIGReconfigureInSlurm: with [mig] reconfigure, a job given GPU 0
 // (MIG disabled, 7g.80gb wanted) runs: its prolog made the layout, which
 // the simulated GPU keeps. Then with MIG disabled wanted and a process on
@@ -72,7 +46,7 @@ func TestMIGReconfigureInSlurm(t *testing.T) {
 	n := newHookNode(t)
 	n.must("prolog", 1, "0", "")
 	n.must("epilog", 1, "", "")
-	c := startMIGCluster(t, n, "[mig]\nreconfigure = true\n[mig.layout]\n\"0\" = [\"7g.80gb\"]\n")
+	c := startHookCluster(t, n, "[mig]\nreconfigure = true\n[mig.layout]\n\"0\" = [\"7g.80gb\"]\n")
 	c.MustSrun("--gres=gpu:1", "-n1", "true")
 	saved, _ := filepath.Glob(filepath.Join(n.root, "run/gpuprep-mock/*.mig.json"))
 	var uuid string
