@@ -31,3 +31,19 @@ func startHookCluster(t *testing.T, n *hookNode, extra string) *slurmharness.Clu
 		Epilog: "epilog.sh",
 	})
 }
+
+// mustDrain runs a one-GPU job whose prolog must fail, and checks that the
+// node drained with want in its drain reason and in slurmd.log.
+func mustDrain(t *testing.T, c *slurmharness.Cluster, want string) {
+	t.Helper()
+	if _, stderr, err := c.Srun("--gres=gpu:1", "-n1", "true"); err == nil {
+		t.Fatalf("the job ran; want its prolog to fail with %q: %s", want, stderr)
+	}
+	st, reason := c.NodeState()
+	if !strings.HasPrefix(st, "drain") || !strings.Contains(reason, want) {
+		t.Errorf("node state %q reason %q, want drained with %q", st, reason, want)
+	}
+	if !strings.Contains(c.SlurmdLog(), want) {
+		t.Errorf("slurmd.log lacks gpuprep's reason %q:\n%s", want, c.LogTails(30))
+	}
+}
