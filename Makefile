@@ -56,6 +56,7 @@ demo: build
 bench: build
 	bash test/bench.sh
 	bash test/bench-hooks.sh
+	bash test/bench-health.sh
 
 # bench-noise: as root on a cgroup v2 GPU node, with the programs already in
 # bin/ (no Go needed there): a GPU feeder with noisy host services, before and
