@@ -76,7 +76,7 @@ func Unpack(t testing.TB, name string) string {
 	t.Helper()
 	f := openArchive(t, name)
 	defer f.Close()
-	dir := t.TempDir()
+	dir := rootDir(t)
 	if err := Extract(f, dir); err != nil {
 		t.Fatalf("testroot: fixture %q: %v", name, err)
 	}
