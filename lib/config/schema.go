@@ -32,6 +32,8 @@ type Config struct {
 	MIG       MIGSection             `toml:"mig"`
 	Health    HealthSection          `toml:"health"`
 	Isolation IsolationSection       `toml:"isolation"`
+	Srunwrap  SrunwrapSection        `toml:"srunwrap"`
+	NCCL      NCCLSection            `toml:"nccl"`
 
 	// File is the file the configuration came from ("defaults.toml" for the
 	// built-in one).

@@ -53,6 +53,8 @@ func validate(c *Config) problems {
 	checkMIG(&c.MIG, &ps)
 	checkHealth(&c.Health, c.General.Deadline, &ps)
 	checkIsolation(&c.Isolation, &ps)
+	checkSrunwrap(&c.Srunwrap, &ps)
+	checkNCCL(&c.NCCL, &ps)
 	checkKnobs(c.Defaults, knobsType, []string{"defaults"}, &ps)
 	for _, name := range c.ProfileNames() {
 		checkProfile(c, name, &ps)
