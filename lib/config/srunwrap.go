@@ -160,7 +160,15 @@ func checkNCCL(n *NCCLSection, ps *problems) {
 		if f.IBHCA == "" {
 			n.Fabrics[i].IBHCA = "auto"
 		}
+		if strings.ContainsRune(f.IBHCA, 0) || strings.ContainsRune(f.IBHCA, '\n') {
+			ps.add(k("ib_hca"), "%s: holds a NUL or newline", formatKey(k("ib_hca")))
+		}
 		for _, v := range slices.Sorted(maps.Keys(f.Env)) {
+			if v == "NCCL_IB_HCA" {
+				// ib_hca decides it (default "auto"), so a value here would be
+				// silently replaced.
+				ps.add(k("env"), "%s: set NCCL_IB_HCA with ib_hca (\"auto\", \"off\" or the value), not in env", formatKey(k("env")))
+			}
 			if !envNameRE.MatchString(v) {
 				ps.add(k("env"), "%s: %q is not an environment variable name", formatKey(k("env")), v)
 			}

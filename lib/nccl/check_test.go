@@ -1,0 +1,245 @@
+package nccl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"gpuprep/lib/host"
+)
+
+// fixture writes files (node path -> content) and symlinks ("->target")
+// under a temporary directory and returns its Root.
+func fixture(t *testing.T, files map[string]string) host.Root {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if target, ok := strings.CutPrefix(c, "->"); ok {
+			err = os.Symlink(target, full)
+		} else {
+			err = os.WriteFile(full, []byte(c), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return host.NewRoot(dir)
+}
+
+// hca adds an HCA as sysfs lays it out: the class link to the PCI
+// function's infiniband/<dev>, ports with state, the uverbs device beside
+// it, and /dev/infiniband/uverbsN unless noDev.
+func hca(files map[string]string, dev, bus string, uverbs int, noDev bool, states ...string) {
+	pci := "/sys/devices/pci0000:00/" + bus
+	files["/sys/class/infiniband/"+dev] = "->" + pci + "/infiniband/" + dev
+	files[pci+"/infiniband/"+dev+"/device"] = "->" + pci
+	for i, st := range states {
+		files[fmt.Sprintf("%s/infiniband/%s/ports/%d/state", pci, dev, i+1)] = st + "\n"
+	}
+	files[fmt.Sprintf("%s/infiniband_verbs/uverbs%d/dev", pci, uverbs)] = fmt.Sprintf("231:%d\n", 192+uverbs)
+	if !noDev {
+		files[fmt.Sprintf("/dev/infiniband/uverbs%d", uverbs)] = ""
+	}
+}
+
+// node: mlx5_0, mlx5_1 (port 1 DOWN), mlx5_10, each with its uverbs node.
+func node(t *testing.T, extra map[string]string) host.Root {
+	files := map[string]string{}
+	hca(files, "mlx5_0", "0000:18:00.0", 0, false, "4: ACTIVE")
+	hca(files, "mlx5_1", "0000:19:00.0", 1, false, "1: DOWN", "4: ACTIVE")
+	hca(files, "mlx5_10", "0000:1a:00.0", 2, false, "4: ACTIVE")
+	for k, v := range extra {
+		files[k] = v
+	}
+	return fixture(t, files)
+}
+
+// only keeps the findings of one check.
+func only(fs []Finding, check string) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Check == check {
+			out = append(out, f.Msg)
+		}
+	}
+	return out
+}
+
+// wantMsgs checks that got has one message per want entry, each holding
+// every fragment of its entry.
+func wantMsgs(t *testing.T, got []string, want [][]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("got %d findings, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+		return
+	}
+	for i, frags := range want {
+		for _, f := range frags {
+			if !strings.Contains(got[i], f) {
+				t.Errorf("finding %d %q lacks %q", i, got[i], f)
+			}
+		}
+	}
+}
+
+func TestCheckHCA(t *testing.T) {
+	r := node(t, nil)
+	for _, tc := range []struct {
+		val  string
+		want [][]string
+	}{
+		{"", nil},
+		{"=mlx5_0:1,mlx5_10:1", nil},
+		{"=mlx5_0,mlx5_1", nil}, // mlx5_1 has an ACTIVE port (2)
+		{"mlx5_0:1", nil},
+		{"^mlx5_7", nil},            // exclude lists are not checked
+		{"mlx5", nil},               // a prefix meant as one
+		{"=mlx5_1:2,mlx5_0:1", nil}, // port 2 is up
+		{"=mlx5_3:1", [][]string{{`"mlx5_3": no such device here`, "mlx5_0, mlx5_1, mlx5_10"}}},
+		{"=mlx5_0:2", [][]string{{"mlx5_0 has no port 2", "ports: 1"}}},
+		{"=mlx5_1:1", [][]string{{"port 1 of mlx5_1 is DOWN"}}},
+		{"mlx5_1:2", [][]string{{`"mlx5_1" also selects mlx5_10`, "NCCL_IB_HCA==mlx5_1:2"}}},
+		{"mlx5_0, mlx5_10", [][]string{{`" mlx5_10": no such device`}}},
+		{"mlx5_1:1", [][]string{{"also selects mlx5_10"}, {"port 1 of mlx5_1 is DOWN"}}},
+		{"mlx5:2", nil}, // mlx5_1 has port 2
+		{"mlx5:3", [][]string{{`no device "mlx5" selects (mlx5_0, mlx5_1, mlx5_10) has port 3`}}},
+		{"=mlx5_0:x", [][]string{{`port "x" is not a number`, "port 0"}, {"mlx5_0 has no port 0"}}},
+		{"=mlx5_0:", [][]string{{`port "" is not a number`}, {"mlx5_0 has no port 0"}}},
+		{"=,", [][]string{{"names no device"}}},
+	} {
+		t.Run(tc.val, func(t *testing.T) {
+			got := only(Check(r, envMap(map[string]string{"NCCL_IB_HCA": tc.val}), unix.RLIM_INFINITY), "nccl_hca")
+			wantMsgs(t, got, tc.want)
+		})
+	}
+}
+
+func TestCheckHCAContainer(t *testing.T) {
+	// A container that shows the host's sysfs but not /dev/infiniband.
+	files := map[string]string{}
+	hca(files, "mlx5_0", "0000:18:00.0", 0, true, "4: ACTIVE")
+	got := only(Check(fixture(t, files), envMap(map[string]string{"NCCL_IB_HCA": "=mlx5_0:1"}), unix.RLIM_INFINITY), "nccl_hca")
+	wantMsgs(t, got, [][]string{{"/dev/infiniband/uverbs0 is not here", "TCP sockets"}})
+
+	// One without any RDMA device in sysfs.
+	got = only(Check(fixture(t, map[string]string{"/sys/class/net/eth0/mtu": "1500"}), envMap(map[string]string{"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}), unix.RLIM_INFINITY), "nccl_hca")
+	wantMsgs(t, got, [][]string{{"no RDMA device is visible here"}})
+}
+
+const topoXML = `<system version="1">
+  <cpu numaid="0" affinity="ffffffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:18:00.0" class="0x030200"/>
+  </cpu>
+  <cpu numaid="1" affinity="ffffffff00000000" arch="x86_64"/>
+</system>
+`
+
+func TestCheckTopoFile(t *testing.T) {
+	r := node(t, map[string]string{
+		"/etc/nccl/topo.xml":  topoXML,
+		"/etc/nccl/bad.xml":   "<system><cpu></system>",
+		"/etc/nccl/other.xml": "<graphs/>",
+	})
+	for _, tc := range []struct {
+		val  string
+		want [][]string
+	}{
+		{"", nil},
+		{"/etc/nccl/topo.xml", nil},
+		{"/etc/nccl/missing.xml", [][]string{{"NCCL_TOPO_FILE=/etc/nccl/missing.xml cannot be read here", "mounted into the container", "falls back to detecting", "2-4x slower"}}},
+		{"/etc/nccl/bad.xml", [][]string{{"NCCL_TOPO_FILE=/etc/nccl/bad.xml does not parse", "fails at init", "2-4x slower"}}},
+		{"/etc/nccl/other.xml", [][]string{{"does not parse", "<system>"}}},
+		{"/etc/nccl", [][]string{{"NCCL_TOPO_FILE=/etc/nccl"}}},
+	} {
+		t.Run(tc.val, func(t *testing.T) {
+			got := only(Check(r, envMap(map[string]string{"NCCL_TOPO_FILE": tc.val}), unix.RLIM_INFINITY), "nccl_topo_file")
+			wantMsgs(t, got, tc.want)
+		})
+	}
+}
+
+// A relative NCCL_TOPO_FILE is opened from the working directory, as NCCL
+// does.
+func TestCheckTopoFileRelative(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Skip(err)
+	}
+	r := fixture(t, map[string]string{filepath.Join(wd, "conf/topo.xml"): topoXML, "/conf/topo.xml": "<bad"})
+	if got := only(Check(r, envMap(map[string]string{"NCCL_TOPO_FILE": "conf/topo.xml"}), unix.RLIM_INFINITY), "nccl_topo_file"); len(got) != 0 {
+		t.Errorf("relative to the working directory: %q", got)
+	}
+	got := only(Check(r, envMap(map[string]string{"NCCL_TOPO_FILE": "conf/other.xml"}), unix.RLIM_INFINITY), "nccl_topo_file")
+	wantMsgs(t, got, [][]string{{"NCCL_TOPO_FILE=conf/other.xml cannot be read here"}})
+}
+
+func TestCheckMemlock(t *testing.T) {
+	ib := node(t, nil)
+	noIB := fixture(t, map[string]string{"/sys/class/net/eth0/mtu": "1500"})
+	for _, tc := range []struct {
+		name    string
+		r       host.Root
+		memlock uint64
+		env     map[string]string
+		want    [][]string
+	}{
+		{"unlimited", ib, unix.RLIM_INFINITY, nil, nil},
+		{"large", ib, 64 << 30, nil, nil},
+		{"at the threshold", ib, MinMemlock, nil, nil},
+		{"systemd's 64 KiB", ib, 64 << 10, nil, [][]string{{"is 64 KiB", "LimitMEMLOCK=infinity", "PropagateResourceLimitsExcept=MEMLOCK", "slurm.conf", "slurmd.service"}}},
+		{"8 MiB", ib, 8 << 20, nil, [][]string{{"is 8 MiB"}}},
+		{"odd size", ib, 1000, nil, [][]string{{"is 1000 bytes"}}},
+		{"no RDMA device: nothing NCCL pins counts", noIB, 64 << 10, nil, nil},
+		{"IB transport off", ib, 64 << 10, map[string]string{"NCCL_IB_DISABLE": "1"}, nil},
+		{"IB transport not off", ib, 64 << 10, map[string]string{"NCCL_IB_DISABLE": "0"}, [][]string{{"64 KiB"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := only(Check(tc.r, envMap(tc.env), tc.memlock), "memlock")
+			wantMsgs(t, got, tc.want)
+		})
+	}
+}
+
+func TestCheckOrderAndChecks(t *testing.T) {
+	r := node(t, nil)
+	env := envMap(map[string]string{"NCCL_TOPO_FILE": "/nope.xml", "NCCL_IB_HCA": "=mlx5_9", "NCCL_P2P_DISABLE": "1"})
+	var got []string
+	for _, f := range Check(r, env, 64<<10) {
+		got = append(got, f.Check)
+	}
+	if strings.Join(got, ",") != "nccl_topo_file,nccl_hca,memlock,nccl_env" {
+		t.Errorf("checks %v", got)
+	}
+	if fs := Check(r, envMap(nil), unix.RLIM_INFINITY); len(fs) != 0 {
+		t.Errorf("a clean environment: %+v", fs)
+	}
+}
+
+func TestProduct(t *testing.T) {
+	r := fixture(t, map[string]string{"/sys/class/dmi/id/product_name": "DGXH100\n"})
+	if got := Product(r); got != "DGXH100" {
+		t.Errorf("Product = %q", got)
+	}
+	if got := Product(fixture(t, nil)); got != "" {
+		t.Errorf("no DMI: %q", got)
+	}
+}
+
+func TestMemlock(t *testing.T) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		t.Skip(err)
+	}
+	if got, err := Memlock(); err != nil || got != rl.Cur {
+		t.Errorf("Memlock() = %d, %v; want the soft limit %d", got, err, rl.Cur)
+	}
+}
