@@ -12,6 +12,11 @@ import (
 	"gpuprep/lib/host"
 )
 
+// Finding is one problem a runtime check found. Check is one of
+// config.SrunwrapChecks ("nccl_topo_file", "nccl_hca", "memlock",
+// "nccl_env").
+type Finding struct{ Check, Msg string }
+
 // Check runs srunwrap's runtime checks in the task's own mount namespace:
 // r is normally host.NewRoot("/"), which inside a container is the
 // container's view. env is the environment the command will get (after

@@ -63,11 +63,6 @@ const minChannels = 16
 
 const channelCost = "each channel is one SM's share of the bandwidth: NVLink GPUs need 16 or more to reach full bus bandwidth"
 
-// Finding is one problem a runtime check found. Check is one of
-// config.SrunwrapChecks ("nccl_topo_file", "nccl_hca", "memlock",
-// "nccl_env").
-type Finding struct{ Check, Msg string }
-
 // checkEnv is the nccl_env check: one finding per costly variable set.
 func checkEnv(env func(string) string) []Finding {
 	var out []Finding
