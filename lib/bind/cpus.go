@@ -229,6 +229,9 @@ func splitGroup(n *topo.Node, group []int, wants []*want, plans []Plan) {
 	}
 	var cores []cpuset.Set
 	for _, c := range n.Cores {
+		if c.CPUs.Size() <= 2 && !all.Contains(c.CPUs.Min()) && !all.Contains(c.CPUs.Max()) {
+			continue // cheap test first: most cores are outside
+		}
 		if x := c.CPUs.Intersection(all); !x.IsEmpty() {
 			cores = append(cores, x)
 		}

@@ -47,6 +47,9 @@ var pathWords = map[topo.PCIPath]string{
 
 // nearestPorts are the ports nearest to g: by PCI path, then NUMA distance.
 func nearestPorts(n *topo.Node, g *topo.GPU, ports []hcaPort) ([]hcaPort, topo.PCIPath) {
+	if best, path := nearFromDiscovery(g, ports); best != nil {
+		return best, path
+	}
 	var best []hcaPort
 	var bestPath topo.PCIPath
 	bestR, bestD := 0, 0
@@ -61,6 +64,26 @@ func nearestPorts(n *topo.Node, g *topo.GPU, ports []hcaPort) ([]hcaPort, topo.P
 		}
 	}
 	return best, bestPath
+}
+
+// nearFromDiscovery uses GPU.NearNICs, the NICs discovery found nearest
+// (all on one path, nearer than across the interconnect): the usable
+// ports among them are the nearest usable ones, found without walking PCI
+// paths again. Nil when none of them is usable.
+func nearFromDiscovery(g *topo.GPU, ports []hcaPort) ([]hcaPort, topo.PCIPath) {
+	var best []hcaPort
+	var path topo.PCIPath
+	for _, near := range g.NearNICs {
+		if near.Path == topo.PathSystem {
+			return nil, ""
+		}
+		for _, p := range ports {
+			if p.nic.Name == near.Name {
+				best, path = append(best, p), near.Path
+			}
+		}
+	}
+	return best, path
 }
 
 // numaDistance is the SLIT distance from node a to node b; 0 when either
@@ -95,8 +118,13 @@ func planHCAs(n *topo.Node, ranks []rank, plans []Plan) {
 			plans[i].HCAFrom = "none: no InfiniBand or RoCE HCA with an active port"
 			continue
 		}
-		b, path := nearestPorts(n, r.gpu, ports)
-		nears[i] = near{b, path}
+		if k := slices.IndexFunc(ranks[:i], func(o rank) bool { return o.gpu == r.gpu }); k >= 0 {
+			nears[i] = nears[k] // the same GPU as an earlier rank
+		} else {
+			b, path := nearestPorts(n, r.gpu, ports)
+			nears[i] = near{b, path}
+		}
+		b := nears[i].ports
 		key := ""
 		for _, p := range b {
 			key += p.entry + ","
