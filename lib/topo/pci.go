@@ -60,6 +60,10 @@ const (
 	PathSystem     PCIPath = "SYS"  // across the SMP interconnect, or unknown
 )
 
+// PathBetween classifies how the PCI devices at a and b connect: a shared
+// PCIe switch, host bridge or NUMA node, else the system interconnect. Pure.
+func PathBetween(a, b PCIPlace) PCIPath { return pciPath(a, b) }
+
 // pciPath classifies how a and b connect from their sysfs paths and NUMA
 // nodes. Pure.
 func pciPath(a, b PCIPlace) PCIPath {

@@ -1,0 +1,213 @@
+package bind
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/slurm"
+	"gpuprep/lib/topo"
+)
+
+// visible is one GPU the task sees.
+type visible struct {
+	g     *topo.GPU
+	mig   string // MIG device UUID, "" for a whole GPU
+	entry string // the entry as written (CUDA_VISIBLE_DEVICES), or the UUID
+	src   string // the variable it came from
+}
+
+// rank is what the GPU step decided for one rank.
+type rank struct {
+	gpu  *topo.GPU   // the rank's GPU; nil when none was chosen
+	gpus []*topo.GPU // the GPUs whose CPUs the rank follows
+}
+
+// visibleGPUs maps the task's visible devices to the node's GPUs.
+// CUDA_VISIBLE_DEVICES entries are GPU UUIDs (matched against GPU.UUID),
+// MIG UUIDs (GPU.MIG.Devices[].UUID, or the older MIG-GPU-<uuid>/<gi>/<ci>
+// naming the parent) or indices: positions in SLURM_STEP_GPUS when that is
+// set (Slurm renumbers from 0 when cgroups confine devices), else node GPU
+// indexes. Without CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS names node GPU
+// indexes. Anything that matches no GPU is a Warning.
+func visibleGPUs(n *topo.Node, t slurm.Task) ([]visible, *Warning) {
+	bad := func(format string, a ...any) ([]visible, *Warning) {
+		return nil, &Warning{CheckInput, fmt.Sprintf(format, a...) + ": running unbound"}
+	}
+	if len(t.VisibleDevices) == 0 {
+		if len(t.StepGPUs) == 0 {
+			return bad("no GPU visible (CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS unset or empty)")
+		}
+		var out []visible
+		for _, i := range t.StepGPUs {
+			g := gpuByIndex(n, i)
+			if g == nil {
+				return bad("SLURM_STEP_GPUS=%s: GPU %d is not among this node's GPUs (%s)", joinInts(t.StepGPUs), i, gpuIndexes(n))
+			}
+			e := g.UUID
+			if e == "" {
+				e = strconv.Itoa(i)
+			}
+			out = append(out, visible{g: g, entry: e, src: "SLURM_STEP_GPUS"})
+		}
+		return out, nil
+	}
+	cvd := deviceList(t.VisibleDevices)
+	positional := len(t.StepGPUs) > 0 && !sameIndexes(t.VisibleDevices, t.StepGPUs)
+	out := make([]visible, 0, len(t.VisibleDevices))
+	for _, d := range t.VisibleDevices {
+		v := visible{entry: d.String(), src: "CUDA_VISIBLE_DEVICES"}
+		switch {
+		case d.IsMIG():
+			v.mig = d.UUID
+			if v.g = gpuOfMIG(n, d.UUID); v.g == nil {
+				return bad("CUDA_VISIBLE_DEVICES=%s: MIG device %s is on none of this node's GPUs", cvd, d.UUID)
+			}
+		case d.UUID != "":
+			if v.g = gpuByUUID(n, d.UUID); v.g == nil {
+				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %s is not on this node", cvd, d.UUID)
+			}
+		default:
+			i := d.Index
+			if positional {
+				if i >= len(t.StepGPUs) {
+					return bad("CUDA_VISIBLE_DEVICES=%s: index %d is beyond SLURM_STEP_GPUS=%s", cvd, i, joinInts(t.StepGPUs))
+				}
+				i = t.StepGPUs[i]
+			}
+			if v.g = gpuByIndex(n, i); v.g == nil {
+				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %d is not among this node's GPUs (%s)", cvd, i, gpuIndexes(n))
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// sameIndexes says whether CUDA_VISIBLE_DEVICES lists exactly
+// SLURM_STEP_GPUS, as Slurm writes it when cgroups do not confine devices:
+// then the indices are the node's, not positions in the step's list.
+func sameIndexes(refs []slurm.DeviceRef, step []int) bool {
+	if len(refs) != len(step) {
+		return false
+	}
+	for i, d := range refs {
+		if d.UUID != "" || d.Index != step[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// chooseGPUs gives each rank its GPU: the one visible GPU, or visible GPU
+// i mod n when the rank count is a multiple of n (srunwrap.gpu narrow or
+// keep). Otherwise (srunwrap.gpu off, or counts that do not divide) no
+// rank has a GPU of its own and each follows every visible GPU's CPUs.
+func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
+	nr, n := len(plans), len(vis)
+	all := make([]*topo.GPU, 0, n)
+	for _, v := range vis {
+		if !slices.Contains(all, v.g) {
+			all = append(all, v.g)
+		}
+	}
+	ranks := make([]rank, nr)
+	choose := in.Config.GPU != config.GPUOff && (n == 1 || nr%n == 0)
+	if !choose {
+		var w *Warning
+		switch {
+		case in.Config.GPU == config.GPUOff:
+		case nr > 1:
+			w = &Warning{"placement", fmt.Sprintf("%d local ranks do not divide among %d visible GPUs: no rank has a GPU of its own; each is placed near all of them", nr, n)}
+		}
+		for i := range ranks {
+			ranks[i] = rank{gpus: all}
+			if w != nil {
+				plans[i].Warnings = append(plans[i].Warnings, *w)
+			}
+		}
+		return ranks
+	}
+	for i := range ranks {
+		v := vis[i%n]
+		ranks[i] = rank{gpu: v.g, gpus: []*topo.GPU{v.g}}
+		c := &GPUChoice{Index: v.g.Index, UUID: v.g.UUID, MIG: v.mig, BusID: v.g.BusID, NUMA: v.g.NUMA}
+		if n == 1 {
+			c.From = fmt.Sprintf("%s=%s (the one visible GPU)", v.src, v.entry)
+		} else {
+			c.From = fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, v.entry, i, nr, i, n)
+			if in.Config.GPU == config.GPUNarrow {
+				plans[i].Visible = v.entry
+			}
+		}
+		if n == 1 && v.src != "CUDA_VISIBLE_DEVICES" && in.Config.GPU == config.GPUNarrow {
+			plans[i].Visible = v.entry
+		}
+		plans[i].GPU = c
+	}
+	return ranks
+}
+
+func gpuByIndex(n *topo.Node, i int) *topo.GPU {
+	for k := range n.GPUs {
+		if n.GPUs[k].Index == i {
+			return &n.GPUs[k]
+		}
+	}
+	return nil
+}
+
+func gpuByUUID(n *topo.Node, uuid string) *topo.GPU {
+	for k := range n.GPUs {
+		if strings.EqualFold(n.GPUs[k].UUID, uuid) {
+			return &n.GPUs[k]
+		}
+	}
+	return nil
+}
+
+// gpuOfMIG finds the GPU holding a MIG device: by the device's UUID, or
+// by the parent GPU UUID of the older "MIG-GPU-<uuid>/<gi>/<ci>" form.
+func gpuOfMIG(n *topo.Node, uuid string) *topo.GPU {
+	for k := range n.GPUs {
+		for _, m := range n.GPUs[k].MIG.Devices {
+			if m.UUID != "" && strings.EqualFold(m.UUID, uuid) {
+				return &n.GPUs[k]
+			}
+		}
+	}
+	if rest, ok := strings.CutPrefix(uuid, "MIG-GPU-"); ok {
+		parent, _, _ := strings.Cut(rest, "/")
+		return gpuByUUID(n, "GPU-"+parent)
+	}
+	return nil
+}
+
+func gpuIndexes(n *topo.Node) string {
+	if len(n.GPUs) == 0 {
+		return "none"
+	}
+	l := make([]int, len(n.GPUs))
+	for i, g := range n.GPUs {
+		l[i] = g.Index
+	}
+	return joinInts(l)
+}
+
+func deviceList(l []slurm.DeviceRef) string {
+	s := make([]string, len(l))
+	for i, d := range l {
+		s[i] = d.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func joinInts(l []int) string {
+	s := make([]string, len(l))
+	for i, v := range l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,91 @@
+package bind
+
+import (
+	"fmt"
+	"slices"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/topo"
+)
+
+// planMemory sets each rank's memory policy nodes: the NUMA nodes of the
+// CPUs it runs on (cpus[i]), its GPU's node first; a CPU-less node holding
+// GPU memory only with srunwrap.gpu_memory_nodes. Nodes spanning the
+// whole node leave the policy as it is: binding to every node changes
+// nothing but the syscall's cost.
+func planMemory(in Input, ranks []rank, cpus []cpuset.Set, plans []Plan) {
+	n := in.Node
+	for i := range plans {
+		p := &plans[i]
+		if in.Config.Memory == config.MemOff {
+			p.MemFrom = "left as it is (srunwrap.memory = off)"
+			continue
+		}
+		if cpus[i].IsEmpty() {
+			p.MemFrom = "left as it is (no CPUs to follow)"
+			continue
+		}
+		primary := -1
+		if len(ranks[i].gpus) > 0 {
+			primary = gpuTarget(n, ranks[i].gpus[0]).node
+		}
+		var nodes []int
+		for _, nd := range n.NUMA {
+			if !nd.CPUs.Intersection(cpus[i]).IsEmpty() {
+				nodes = append(nodes, nd.ID)
+			}
+		}
+		if k := slices.Index(nodes, primary); k > 0 {
+			nodes = append([]int{primary}, slices.Delete(nodes, k, k+1)...)
+		}
+		p.MemFrom = "NUMA " + nodeWord(nodes) + " of the CPUs"
+		var gpuMem []int
+		for _, g := range ranks[i].gpus {
+			gpuMem = append(gpuMem, gpuMemoryNodes(n, g)...)
+		}
+		switch {
+		case len(gpuMem) > 0 && in.Config.GPUMemoryNodes:
+			for _, m := range gpuMem {
+				if !slices.Contains(nodes, m) {
+					nodes = append(nodes, m)
+				}
+			}
+			p.MemFrom += fmt.Sprintf(" and the GPU's memory %s (srunwrap.gpu_memory_nodes)", nodeWord(gpuMem))
+		case len(gpuMem) > 0:
+			p.MemFrom += fmt.Sprintf(", not the GPU's CPU-less memory %s (srunwrap.gpu_memory_nodes = false)", nodeWord(gpuMem))
+		}
+		if len(nodes) == 0 || len(nodes) == len(n.NUMA) {
+			p.MemFrom = fmt.Sprintf("left as it is (%s: every NUMA node of this node)", p.MemFrom)
+			continue
+		}
+		p.MemNodes = nodes
+	}
+}
+
+// gpuMemoryNodes are the CPU-less NUMA nodes holding a GPU's memory: those
+// of GPU.MemoryNUMANodes with memory (the driver reserves empty ones for
+// MIG), or the first when none says; else the GPU's own node when it has
+// no CPUs.
+func gpuMemoryNodes(n *topo.Node, g *topo.GPU) []int {
+	var out []int
+	for _, id := range g.MemoryNUMANodes {
+		if nd := numaByID(n, id); nd != nil && nd.CPUs.IsEmpty() && nd.MemoryMiB > 0 {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 && len(g.MemoryNUMANodes) > 0 {
+		out = g.MemoryNUMANodes[:1]
+	}
+	if nd := numaByID(n, g.NUMA); len(out) == 0 && nd != nil && nd.CPUs.IsEmpty() {
+		out = []int{nd.ID}
+	}
+	return out
+}
+
+func nodeWord(nodes []int) string {
+	if len(nodes) == 1 {
+		return fmt.Sprintf("node %d", nodes[0])
+	}
+	return "nodes " + joinInts(nodes)
+}
