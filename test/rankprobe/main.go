@@ -24,6 +24,10 @@ type Probe struct {
 	MemPolicyErr string            `json:"mem_policy_error,omitempty"`
 	Visible      *string           `json:"cuda_visible_devices"` // null when unset
 	NCCL         map[string]string `json:"nccl"`
+	// ParentComm is the parent's command name: slurmstepd when srunwrap
+	// exec'd the probe rather than running it as a child.
+	ParentComm string `json:"parent_comm"`
+	ProcID     string `json:"slurm_procid"`
 }
 
 var modes = []string{"default", "preferred", "bind", "interleave", "local", "preferred_many", "weighted_interleave"}
@@ -73,8 +77,12 @@ func main() {
 			p.NCCL[k] = v
 		}
 	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", os.Getppid())); err == nil {
+		p.ParentComm = strings.TrimSpace(string(b))
+	}
+	p.ProcID = os.Getenv("SLURM_PROCID")
+	// One line per probe: the ranks of a step print into one stream.
 	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(p); err != nil {
 		fmt.Fprintln(os.Stderr, "rankprobe:", err)
 		os.Exit(1)
