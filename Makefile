@@ -20,11 +20,12 @@ build: $(BINS) $(SIMBINS)
 
 bin/gpuprep-prolog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
 bin/gpuprep-epilog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
-bin/srunwrap: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
+# srunwrap is static (no cgo, no libc): it runs inside any container image.
+bin/srunwrap: FORCE ; CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
 bin/gpuprep-gres: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
 bin/sim/gpuprep-prolog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
 bin/sim/gpuprep-epilog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
-bin/sim/srunwrap: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
+bin/sim/srunwrap: FORCE ; CGO_ENABLED=0 $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
 bin/sim/gpuprep-gres: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
 FORCE:
 
@@ -59,6 +60,7 @@ bench: build
 	bash test/bench.sh
 	bash test/bench-hooks.sh
 	bash test/bench-health.sh
+	bash test/bench-srunwrap.sh
 
 # bench-noise: as root on a cgroup v2 GPU node, with the programs already in
 # bin/ (no Go needed there): a GPU feeder with noisy host services, before and

@@ -117,6 +117,22 @@ echo "cpu0 governor before: $(cat "$gov")"
 echo "cpu0 governor now:    $(cat "$gov")"
 echo "cron.service cpuset.cpus: $(cat "$cg/system.slice/cron.service/cpuset.cpus"); the job's cgroup: untouched"
 
+step "The prolog also wrote the node description srunwrap reads (no sysfs walk, no NVML per rank)" \
+  "ls -l /run/gpuprep/"
+ls -l "$root/run/gpuprep/" | sed 1d | awk '{print $1, $NF}'
+
+step "A user runs 8 ranks on the 8 GPUs: each rank's GPU, CPUs, memory, HCA and NCCL variables, and where each came from" \
+  "srunwrap --explain --tasks 8"
+"$bin"/srunwrap --root "$root" --explain --tasks 8 | sed -n '1,14p'
+echo "..."
+
+step "Rank 1 of job 4242 (srun -n2 --gres=gpu:2 --cpu-bind=none srunwrap -v -- ...): bound by the real kernel, then exec'd" \
+  "srunwrap -v -- sh -c 'grep -E \"Cpus_allowed_list|Mems_allowed_list\" /proc/self/status; env | grep -E \"^(CUDA|NCCL)\"'"
+SLURM_STEP_ID=0 SLURM_PROCID=1 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_NTASKS=2 SLURM_STEP_TASKS_PER_NODE=2 \
+  SLURM_STEP_GPUS=0,1 CUDA_VISIBLE_DEVICES=0,1 \
+  "$bin"/srunwrap --root "$root" -v -- sh -c 'grep -E "Cpus_allowed_list|Mems_allowed_list" /proc/self/status; env | grep -E "^(CUDA|NCCL)" | sort'
+echo "(this machine's real CPUs stand in for the simulated node's: the rank got its share of NUMA node 0's CPUs that exist here)"
+
 step "During the job something turns NUMA balancing back on, and a backup service starts on every CPU" \
   "echo 1 > /proc/sys/kernel/numa_balancing; systemctl start backup.service"
 echo 1 > "$root/proc/sys/kernel/numa_balancing"
@@ -175,4 +191,3 @@ step "Whoever is on call: the drift history" "gpuprep-epilog --report"
 step "Metrics for node_exporter's textfile collector" "cat gpuprep.prom"
 grep -v '^#' "$spool/textfile/gpuprep.prom"
 
-printf '\nsrunwrap (per-rank binding) joins this demo when its issue lands.\n'

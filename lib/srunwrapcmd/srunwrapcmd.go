@@ -1,14 +1,105 @@
 // Package srunwrapcmd is the command line of srunwrap: `srunwrap [flags]
-// [--] cmd args...` runs one task bound to its GPU's NUMA node with the
-// right NCCL settings. Not implemented yet: it answers -h and --version and
-// exits 1 (cli.Placeholder).
+// [--] cmd args...` runs one Slurm task on the CPUs and memory next to its
+// GPU, with its GPU alone visible and NCCL set for the fabric, then execs
+// the command. The placement is lib/bind's, the NCCL variables and runtime
+// checks lib/nccl's, the node description lib/nodedesc's; this package
+// gathers the task's inputs, prints and decides, and execs.
 package srunwrapcmd
 
-import "gpuprep/lib/cli"
+import (
+	"fmt"
+	"io"
+	"slices"
 
-const synopsis = "usage: srunwrap [flags] [--] cmd args..."
+	"github.com/spf13/pflag"
 
-// Main is srunwrap; it returns the exit code.
-func Main(e cli.Env) int {
-	return cli.Placeholder("srunwrap", synopsis, "the srunwrap issue", e)
+	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
+)
+
+const prog = "srunwrap"
+
+const synopsis = `usage: srunwrap [flags] [--] cmd args...
+       srunwrap --srun [srun args] -- cmd args...
+       srunwrap --explain [--tasks N] [--json]
+       srunwrap --task-prolog
+
+Runs one Slurm task (srun srunwrap -- python train.py) on the CPUs and
+memory of its GPU's NUMA node, with CUDA_VISIBLE_DEVICES narrowed to its
+GPU and NCCL set for the fabric, then execs the command: signals and the
+exit code are the command's. Problems (odd Slurm variables, an unknown GPU,
+stale NCCL settings) are one-line warnings and the command still runs,
+unless [srunwrap.checks] says refuse (exit 1, nothing runs).
+
+--explain prints every local rank's plan (GPU, CPUs, memory, HCAs, NCCL
+variables and where each came from) and runs nothing; outside a Slurm step
+--tasks N ranks over every GPU of the node. --srun runs srun with srunwrap
+inserted before the command. --task-prolog prints export lines for a Slurm
+TaskProlog, for sites that set NCCL variables without wrapping.`
+
+// flags are srunwrap's own flags.
+type flags struct {
+	cli.Common
+	explain    bool
+	srun       bool
+	taskProlog bool
+	tasks      int
+	quiet      bool
+	verbose    bool
+}
+
+// Main is srunwrap; it returns the exit code when it does not exec.
+func Main(e cli.Env) int { return run(e, osSystem()) }
+
+func run(e cli.Env, sys system) int {
+	// --srun takes srun's own flags, which srunwrap's parser must not see.
+	if i := slices.Index(e.Args, "--srun"); i >= 0 && !slices.Contains(e.Args[:i], "--") {
+		return srunMain(e, sys, e.Args[:i], e.Args[i+1:])
+	}
+	var f flags
+	fs := f.flagSet(e.Stderr)
+	if done, code := cli.Parse(fs, &f.Common, e.Args, e.Stdout); done {
+		return code
+	}
+	if f.tasks < 0 || f.tasks > 4096 {
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, fmt.Errorf("--tasks %d: want 1..4096", f.tasks))
+	}
+	g := gather(e, f, sys)
+	switch {
+	case f.explain:
+		return explainMain(e, f, g)
+	case f.taskProlog:
+		return taskPrologMain(e, f, g)
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, fmt.Errorf("no command to run (usage: srunwrap [flags] [--] cmd args...)"))
+	}
+	return taskMain(e, f, g, sys, argv)
+}
+
+// flagSet registers srunwrap's flags on a new flag set. The first
+// argument that is not a flag starts the command.
+func (f *flags) flagSet(stderr io.Writer) *pflag.FlagSet {
+	fs := cli.NewFlagSet(prog, synopsis, stderr)
+	fs.StringVar(&f.ConfigPath, "config", config.DefaultPath, "configuration file; by default srunwrap takes [srunwrap] and [nccl] from the node description the prolog wrote, else from this file")
+	fs.StringVar(&f.Root, "root", "/", "directory standing for the node's / (a fixture root in tests)")
+	fs.BoolVar(&f.explain, "explain", false, "print every local rank's plan and run nothing")
+	fs.IntVar(&f.tasks, "tasks", 0, "with --explain outside a Slurm step: plan this many ranks over every GPU (default: one per GPU)")
+	fs.BoolVar(&f.taskProlog, "task-prolog", false, "print export lines for a Slurm TaskProlog (NCCL variables, CUDA_VISIBLE_DEVICES) and run nothing")
+	fs.Bool("srun", false, "srunwrap [flags] --srun [srun args] -- cmd: run srun with srunwrap [flags] inserted before cmd")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no warnings (refusals still print)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each rank's GPU, CPUs, memory and NCCL_IB_HCA on stderr before running")
+	fs.BoolVar(&f.JSON, "json", false, "with --explain: print JSON")
+	fs.StringVar(&f.LogLevel, "log-level", "", "debug|info|warn|error")
+	fs.BoolVar(&f.Version, "version", false, "print the version and exit")
+	fs.SetInterspersed(false)
+	return fs
+}
+
+// warnf prints one warning line unless quiet.
+func warnf(w io.Writer, quiet bool, format string, a ...any) {
+	if !quiet {
+		fmt.Fprintf(w, prog+": warning: "+format+"\n", a...)
+	}
 }

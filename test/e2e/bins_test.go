@@ -41,7 +41,7 @@ func bin(t *testing.T, name string) string {
 		if binsErr != nil {
 			return
 		}
-		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap"}
+		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap", "rankprobe": "./test/rankprobe"}
 		for out, pkg := range pkgs {
 			// The tests run the programs on simulated nodes: build them with the
 			// go-nvml mock servers, which production builds leave out.
@@ -94,9 +94,6 @@ func TestBinsHelp(t *testing.T) {
 			if code != 0 || !strings.HasPrefix(out, "usage: "+name) || !strings.Contains(out, "--version") || stderr != "" {
 				t.Errorf("%s %s: exit %d stdout %q stderr %q", name, arg, code, out, stderr)
 			}
-		}
-		if name == "srunwrap" {
-			continue // it passes unknown flags to the task
 		}
 		out, stderr, code := runBin(t, name, "--no-such-flag")
 		if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 {

@@ -1,0 +1,110 @@
+package srunwrapcmd
+
+import (
+	"fmt"
+
+	"gpuprep/lib/bind"
+	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/host"
+	"gpuprep/lib/nccl"
+	"gpuprep/lib/nodedesc"
+	"gpuprep/lib/slurm"
+	"gpuprep/lib/topo"
+)
+
+// inputs are what one run of srunwrap reads before it plans: the task's
+// Slurm variables, the node, the configuration and the task's CPUs. A
+// part that could not be read carries its error; the run goes on without
+// it (the command then runs unbound).
+type inputs struct {
+	root host.Root
+
+	task    slurm.Task
+	taskErr error // not a Slurm task, or a malformed SLURM_* variable
+
+	node    *topo.Node
+	desc    *nodedesc.Description // nil when the node came from sysfs
+	source  string                // where the node came from
+	nodeErr error
+
+	srunwrap config.SrunwrapSection
+	fabrics  []config.NCCLFabric
+	cfgFrom  string
+	cfgErr   error
+
+	allowed, job cpuset.Set
+	cpuErr       error
+
+	nodeName, partition string
+}
+
+// gather reads the inputs. The configuration comes from the node
+// description (the prolog copies [srunwrap] and [nccl] into it, so a rank
+// parses no TOML) unless --config was given or there is no description.
+func gather(e cli.Env, f flags, sys system) *inputs {
+	in := &inputs{root: host.NewRoot(f.Root)}
+	in.task, in.taskErr = slurm.TaskFromEnv(e.Getenv)
+	in.node, in.desc, in.source, in.nodeErr = nodedesc.ForTask(in.root)
+	if in.desc != nil && f.ConfigPath == config.DefaultPath {
+		in.srunwrap, in.fabrics = in.desc.Srunwrap, in.desc.NCCL.Fabrics
+		in.cfgFrom = fmt.Sprintf("the node description (%s)", in.desc.ConfigFile)
+	} else {
+		cfg, err := config.Load(f.ConfigPath)
+		if err != nil {
+			in.cfgErr = err
+			cfg = config.Default()
+		}
+		in.srunwrap, in.fabrics, in.cfgFrom = cfg.Srunwrap, cfg.NCCL.Fabrics, cfg.File
+	}
+	in.allowed, in.job, in.cpuErr = sys.taskCPUs(in.root)
+	in.nodeName = e.Getenv("SLURMD_NODENAME")
+	if in.nodeName == "" && in.node != nil {
+		in.nodeName = in.node.Hostname
+	}
+	in.partition = e.Getenv("SLURM_JOB_PARTITION")
+	return in
+}
+
+// bindInput is the planner's input for this task.
+func (in *inputs) bindInput() bind.Input {
+	return bind.Input{Node: in.node, Task: in.task, Allowed: in.allowed, JobCPUs: in.job, Config: in.srunwrap}
+}
+
+// ncclInput is lib/nccl's input for a rank given its plan.
+func (in *inputs) ncclInput(p bind.Plan, getenv func(string) string) nccl.Input {
+	return nccl.Input{
+		Fabrics: in.fabrics, Node: in.nodeName, Partition: in.partition, Product: in.product(),
+		HCAs: p.HCAs, HCAFrom: p.HCAFrom, Getenv: getenv,
+	}
+}
+
+// product is the DMI product name, read only when a fabric selects on it.
+func (in *inputs) product() string {
+	for _, fb := range in.fabrics {
+		if len(fb.Products) > 0 {
+			return nccl.Product(in.root)
+		}
+	}
+	return ""
+}
+
+// usable says whether a plan can be made: a task (or a synthetic one for
+// --explain) and a node.
+func (in *inputs) problems() []string {
+	var out []string
+	if in.taskErr != nil {
+		out = append(out, in.taskErr.Error())
+	}
+	if in.nodeErr != nil {
+		out = append(out, "node: "+in.nodeErr.Error())
+	}
+	if in.cfgErr != nil {
+		out = append(out, in.cfgErr.Error()+" (using the built-in [srunwrap] and [nccl])")
+	}
+	if in.cpuErr != nil {
+		out = append(out, "task CPUs: "+in.cpuErr.Error())
+	}
+	return out
+}

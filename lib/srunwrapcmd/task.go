@@ -1,0 +1,205 @@
+package srunwrapcmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"gpuprep/lib/bind"
+	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
+	"gpuprep/lib/nccl"
+	"gpuprep/lib/nodedesc"
+	"gpuprep/lib/plural"
+)
+
+// Exit codes of a command that could not be run, as a shell gives them.
+const (
+	exitCannotExec = 126
+	exitNotFound   = 127
+)
+
+// taskMain runs one task: plan, set the environment, check, bind, exec.
+// It returns only when the command does not run.
+func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
+	env := newEnvList(sys.environ())
+	// Messages about the node and the job are the same in every rank:
+	// local rank 0 prints them (every rank when the rank is unknown).
+	first := in.taskErr != nil || in.task.LocalID == 0
+	rank := "rank ?"
+	if in.taskErr == nil {
+		rank = fmt.Sprintf("rank %d", in.task.ProcID)
+	}
+	d := decider{w: e.Stderr, quiet: f.quiet, cfg: in.srunwrap, rank: rank}
+
+	var plan *bind.Plan
+	if probs := in.problems(); len(probs) > 0 {
+		for _, p := range probs {
+			d.input(p)
+		}
+	}
+	if in.taskErr == nil && in.node != nil {
+		p := bind.PlanRank(in.bindInput(), in.task.LocalID)
+		plan = &p
+		for _, w := range p.Warnings {
+			d.check(w.Check, w.Msg)
+		}
+		if p.Visible != "" {
+			env.set("CUDA_VISIBLE_DEVICES", p.Visible)
+		}
+		for _, v := range nccl.Plan(in.ncclInput(p, env.get)) {
+			if !v.Kept {
+				env.set(v.Name, v.Value)
+			}
+		}
+		if f.verbose {
+			fmt.Fprintf(e.Stderr, "%s: %s: %s\n", prog, rank, summary(p, env.get))
+		}
+	} else {
+		d.input(fmt.Sprintf("running %s unbound", quoteArg(argv[0])))
+	}
+	memlock, err := sys.memlock()
+	if err != nil {
+		memlock = ^uint64(0) // unknown: not reported
+	}
+	for _, fd := range nccl.Check(in.root, env.get, memlock) {
+		if first || in.srunwrap.SrunwrapCheck(fd.Check) == config.CheckRefuse {
+			d.check(fd.Check, fd.Msg)
+		}
+	}
+	if first && in.taskErr == nil && in.task.JobID != 0 {
+		printNotices(e.Stderr, in, f.quiet)
+	}
+	if d.refused {
+		fmt.Fprintf(e.Stderr, "%s: %s: not running %s: refused by [srunwrap.checks] in %s\n", prog, rank, quoteArg(argv[0]), in.cfgFrom)
+		return cli.ExitMismatch
+	}
+	path, err := sys.lookPath(argv[0])
+	if err != nil {
+		code := exitNotFound
+		if !errors.Is(err, exec.ErrNotFound) {
+			code = exitCannotExec
+		}
+		return cli.Fail(e.Stderr, prog, code, fmt.Errorf("%s: %w", quoteArg(argv[0]), unwrapExec(err)))
+	}
+	// Affinity and memory policy are per thread: bind this one and exec
+	// from it.
+	runtime.LockOSThread()
+	if plan != nil && (!plan.CPUs.IsEmpty() || plan.MemNodes != nil) {
+		_, warns, err := sys.apply(*plan)
+		for _, w := range warns {
+			d.check(w.Check, w.Msg)
+		}
+		if err != nil {
+			d.check("placement", fmt.Sprintf("binding failed, running unbound: %v", err))
+		}
+		if d.refused {
+			fmt.Fprintf(e.Stderr, "%s: %s: not running %s: refused by [srunwrap.checks] in %s\n", prog, rank, quoteArg(argv[0]), in.cfgFrom)
+			return cli.ExitMismatch
+		}
+	}
+	err = sys.exec(path, argv, env.list())
+	runtime.UnlockOSThread()
+	return cli.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", path, err))
+}
+
+// decider applies [srunwrap.checks] to each problem found: off drops it,
+// warn prints it, refuse prints it and stops the command.
+type decider struct {
+	w       io.Writer
+	quiet   bool
+	cfg     config.SrunwrapSection
+	rank    string
+	refused bool
+}
+
+func (d *decider) check(check, msg string) {
+	switch d.cfg.SrunwrapCheck(check) {
+	case config.CheckOff:
+		return
+	case config.CheckRefuse:
+		d.refused = true
+		fmt.Fprintf(d.w, "%s: %s: %s (check %s: refuse)\n", prog, d.rank, msg, check)
+		return
+	}
+	warnf(d.w, d.quiet, "%s: %s", d.rank, msg)
+}
+
+// input reports bad or missing input: always a warning, never a refusal
+// (a user's odd environment runs the command unbound).
+func (d *decider) input(msg string) { warnf(d.w, d.quiet, "%s: %s", d.rank, msg) }
+
+// printNotices prints what the prolog recorded for this job that its user
+// should know (a profile that fell back, knobs skipped, warnings).
+func printNotices(w io.Writer, in *inputs, quiet bool) {
+	n, err := nodedesc.LoadNotice(in.root, in.task.JobID)
+	if err != nil {
+		warnf(w, quiet, "job %d: %v", in.task.JobID, err)
+		return
+	}
+	for _, m := range n.Messages {
+		fmt.Fprintf(w, "%s: job %d on %s: %s\n", prog, in.task.JobID, in.nodeName, m)
+	}
+}
+
+// summary is one rank's plan on one line.
+func summary(p bind.Plan, getenv func(string) string) string {
+	var b strings.Builder
+	if p.GPU != nil {
+		fmt.Fprintf(&b, "GPU %d", p.GPU.Index)
+		if p.GPU.MIG != "" {
+			fmt.Fprintf(&b, " (%s)", p.GPU.MIG)
+		}
+	} else {
+		b.WriteString("no GPU")
+	}
+	if p.CPUs.IsEmpty() {
+		b.WriteString(", CPUs unchanged")
+	} else {
+		fmt.Fprintf(&b, ", CPUs %s", p.CPUs)
+	}
+	if p.MemNodes == nil || p.MemPolicy == config.MemOff {
+		b.WriteString(", memory unchanged")
+	} else {
+		fmt.Fprintf(&b, ", memory %s %s", p.MemPolicy, joinInts(p.MemNodes))
+	}
+	if v := getenv("CUDA_VISIBLE_DEVICES"); v != "" {
+		fmt.Fprintf(&b, ", CUDA_VISIBLE_DEVICES=%s", v)
+	}
+	if v := getenv("NCCL_IB_HCA"); v != "" {
+		fmt.Fprintf(&b, ", NCCL_IB_HCA=%s", v)
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintf(&b, ", %s", plural.Count(len(p.Warnings), "warning", "warnings"))
+	}
+	return b.String()
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// quoteArg shows a command name as typed, quoted only when it needs it.
+func quoteArg(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"'\\$`") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+// unwrapExec drops exec.Error's own "exec: NAME:" prefix, which the
+// message already carries.
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}

@@ -1,0 +1,52 @@
+package srunwrapcmd
+
+import (
+	"errors"
+	"fmt"
+
+	"gpuprep/lib/bind"
+	"gpuprep/lib/cli"
+	"gpuprep/lib/nccl"
+)
+
+// taskPrologMain is --task-prolog: for a Slurm TaskProlog, which runs
+// with the task's environment before the task and whose "export NAME=VALUE"
+// output lines slurmstepd puts in the task's environment. It prints the
+// narrowed CUDA_VISIBLE_DEVICES and the NCCL variables; a TaskProlog cannot
+// set the task's CPUs or memory policy (it is another process), so those
+// stay Slurm's (--cpu-bind, --mem-bind). Warnings go to stderr, which
+// slurmstepd logs.
+func taskPrologMain(e cli.Env, f flags, in *inputs) int {
+	if in.taskErr != nil || in.node == nil {
+		for _, p := range in.problems() {
+			warnf(e.Stderr, f.quiet, "%s", p)
+		}
+		return cli.ExitOK // nothing to export; the task runs as it is
+	}
+	p := bind.PlanRank(in.bindInput(), in.task.LocalID)
+	for _, w := range p.Warnings {
+		warnf(e.Stderr, f.quiet, "rank %d: %s", in.task.ProcID, w.Msg)
+	}
+	var vars []nccl.Var
+	if p.Visible != "" {
+		vars = append(vars, nccl.Var{Name: "CUDA_VISIBLE_DEVICES", Value: p.Visible, From: "srunwrap: the rank's GPU"})
+	}
+	getenv := func(name string) string {
+		if name == "CUDA_VISIBLE_DEVICES" && p.Visible != "" {
+			return p.Visible
+		}
+		return e.Getenv(name)
+	}
+	for _, v := range nccl.Plan(in.ncclInput(p, getenv)) {
+		if !v.Kept {
+			vars = append(vars, v)
+		}
+	}
+	out, err := nccl.TaskPrologLines(vars)
+	if err != nil {
+		var msg = err.Error()
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, errors.New(msg))
+	}
+	fmt.Fprint(e.Stdout, out)
+	return cli.ExitOK
+}
