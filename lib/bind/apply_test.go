@@ -96,7 +96,7 @@ func buildProbe(t *testing.T) string {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goBin); err != nil {
 		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go toolchain to build test/rankprobe")
+			t.Fatal("no go toolchain to build test/rankprobe")
 		}
 	}
 	mod, err := testroot.ModuleRoot()

@@ -8,25 +8,27 @@ import (
 
 	"gpuprep/lib/bind"
 	"gpuprep/lib/cli"
+	"gpuprep/lib/cpuset"
 	"gpuprep/lib/nccl"
 	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/topo"
 )
 
 // rankPlan is one local rank's whole plan, as --explain shows it.
 type rankPlan struct {
-	LocalID   int              `json:"local_id"`
-	GPU       *bind.GPUChoice  `json:"gpu"`
-	Visible   string           `json:"cuda_visible_devices,omitempty"`
-	CPUs      string           `json:"cpus"`
-	CPUsFrom  string           `json:"cpus_from"`
-	MemPolicy string           `json:"mem_policy"`
-	MemNodes  []int            `json:"mem_nodes"`
-	MemFrom   string           `json:"mem_from"`
-	HCAs      []string         `json:"hcas"`
-	HCAFrom   string           `json:"hcas_from"`
-	Env       []nccl.Var       `json:"env"`
-	Warnings  []bind.Warning   `json:"warnings"`
+	LocalID   int             `json:"local_id"`
+	GPU       *bind.GPUChoice `json:"gpu"`
+	Visible   string          `json:"cuda_visible_devices,omitempty"`
+	CPUs      string          `json:"cpus"`
+	CPUsFrom  string          `json:"cpus_from"`
+	MemPolicy string          `json:"mem_policy"`
+	MemNodes  []int           `json:"mem_nodes"`
+	MemFrom   string          `json:"mem_from"`
+	HCAs      []string        `json:"hcas"`
+	HCAFrom   string          `json:"hcas_from"`
+	Env       []nccl.Var      `json:"env"`
+	Warnings  []bind.Warning  `json:"warnings"`
 	plan      bind.Plan
 }
 
@@ -49,9 +51,13 @@ func explainMain(e cli.Env, f flags, in *inputs) int {
 		return cli.Fail(e.Stderr, prog, cli.ExitMismatch, fmt.Errorf("cannot read the node: %v", in.nodeErr))
 	}
 	x := explanation{Node: in.nodeName, Source: in.source, Config: in.cfgFrom}
+	bi := in.bindInput()
 	task, by := in.task, "the Slurm step (SLURM_STEP_TASKS_PER_NODE)"
 	if in.taskErr != nil || f.tasks > 0 {
+		// A whole-node job: every CPU is the job's.
 		task, by = syntheticTask(in, f.tasks)
+		bi.Allowed = nodeCPUs(in.node)
+		bi.JobCPUs = bi.Allowed
 		if in.taskErr != nil {
 			x.Problems = append(x.Problems, "not in a Slurm step ("+in.taskErr.Error()+"): planning "+by)
 		}
@@ -61,7 +67,6 @@ func explainMain(e cli.Env, f flags, in *inputs) int {
 			x.Problems = append(x.Problems, p)
 		}
 	}
-	bi := in.bindInput()
 	bi.Task = task
 	plans := bind.PlanNode(bi)
 	x.Tasks, x.TasksBy = len(plans), by
@@ -93,6 +98,15 @@ func syntheticTask(in *inputs, n int) (slurm.Task, string) {
 	}
 	t := slurm.Task{TasksPerNode: []int{n}, VisibleDevices: vis, StepGPUs: idx, GPUsOnNode: len(idx)}
 	return t, fmt.Sprintf("%s over all %s (%s)", plural.Count(n, "rank", "ranks"), plural.Count(len(vis), "GPU", "GPUs"), by)
+}
+
+// nodeCPUs is every CPU of the node's cores.
+func nodeCPUs(n *topo.Node) cpuset.Set {
+	all := cpuset.New()
+	for _, c := range n.Cores {
+		all = all.Union(c.CPUs)
+	}
+	return all
 }
 
 // rankOf completes a rank's plan with its NCCL variables.

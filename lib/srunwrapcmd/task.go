@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -29,19 +30,20 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 	// Messages about the node and the job are the same in every rank:
 	// local rank 0 prints them (every rank when the rank is unknown).
 	first := in.taskErr != nil || in.task.LocalID == 0
-	rank := "rank ?"
+	rank := ""
 	if in.taskErr == nil {
 		rank = fmt.Sprintf("rank %d", in.task.ProcID)
 	}
 	d := decider{w: e.Stderr, quiet: f.quiet, cfg: in.srunwrap, rank: rank}
 
 	var plan *bind.Plan
-	if probs := in.problems(); len(probs) > 0 {
-		for _, p := range probs {
+	if in.taskErr != nil || in.node == nil {
+		// Bad or missing input never stops the command: it runs unbound.
+		d.input(fmt.Sprintf("%s: running %s unbound", strings.Join(in.problems(), "; "), quoteArg(argv[0])))
+	} else {
+		for _, p := range in.problems() {
 			d.input(p)
 		}
-	}
-	if in.taskErr == nil && in.node != nil {
 		p := bind.PlanRank(in.bindInput(), in.task.LocalID)
 		plan = &p
 		for _, w := range p.Warnings {
@@ -56,10 +58,8 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 			}
 		}
 		if f.verbose {
-			fmt.Fprintf(e.Stderr, "%s: %s: %s\n", prog, rank, summary(p, env.get))
+			fmt.Fprintf(e.Stderr, "%s: %s%s\n", prog, prefix(rank), summary(p, env.get))
 		}
-	} else {
-		d.input(fmt.Sprintf("running %s unbound", quoteArg(argv[0])))
 	}
 	memlock, err := sys.memlock()
 	if err != nil {
@@ -74,14 +74,14 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 		printNotices(e.Stderr, in, f.quiet)
 	}
 	if d.refused {
-		fmt.Fprintf(e.Stderr, "%s: %s: not running %s: refused by [srunwrap.checks] in %s\n", prog, rank, quoteArg(argv[0]), in.cfgFrom)
+		fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
 		return cli.ExitMismatch
 	}
 	path, err := sys.lookPath(argv[0])
 	if err != nil {
-		code := exitNotFound
-		if !errors.Is(err, exec.ErrNotFound) {
-			code = exitCannotExec
+		code := exitCannotExec
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = exitNotFound
 		}
 		return cli.Fail(e.Stderr, prog, code, fmt.Errorf("%s: %w", quoteArg(argv[0]), unwrapExec(err)))
 	}
@@ -97,7 +97,7 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 			d.check("placement", fmt.Sprintf("binding failed, running unbound: %v", err))
 		}
 		if d.refused {
-			fmt.Fprintf(e.Stderr, "%s: %s: not running %s: refused by [srunwrap.checks] in %s\n", prog, rank, quoteArg(argv[0]), in.cfgFrom)
+			fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
 			return cli.ExitMismatch
 		}
 	}
@@ -122,15 +122,29 @@ func (d *decider) check(check, msg string) {
 		return
 	case config.CheckRefuse:
 		d.refused = true
-		fmt.Fprintf(d.w, "%s: %s: %s (check %s: refuse)\n", prog, d.rank, msg, check)
+		fmt.Fprintf(d.w, "%s: %s%s (check %s: refuse)\n", prog, prefix(d.rank), msg, check)
+		return
+	}
+	d.input(msg)
+}
+
+// input reports bad or missing input: always a warning, never a refusal
+// (a user's odd environment runs the command unbound).
+func (d *decider) input(msg string) {
+	if d.rank == "" {
+		warnf(d.w, d.quiet, "%s", msg)
 		return
 	}
 	warnf(d.w, d.quiet, "%s: %s", d.rank, msg)
 }
 
-// input reports bad or missing input: always a warning, never a refusal
-// (a user's odd environment runs the command unbound).
-func (d *decider) input(msg string) { warnf(d.w, d.quiet, "%s: %s", d.rank, msg) }
+// prefix is "rank N: ", or "" when the rank is unknown.
+func prefix(rank string) string {
+	if rank == "" {
+		return ""
+	}
+	return rank + ": "
+}
 
 // printNotices prints what the prolog recorded for this job that its user
 // should know (a profile that fell back, knobs skipped, warnings).
