@@ -10,8 +10,10 @@ import (
 // and the config's invariants, then lets go of the job's knobs: a knob no
 // other job holds goes back to its baseline. A job with no record (no
 // prolog ran, or the epilog already ran) is a no-op: the epilog is
-// idempotent. A killed epilog is finished by whatever runs next.
+// idempotent. A killed epilog is finished by whatever runs next. The
+// job's notices for srunwrap are removed whatever happens.
 func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
+	defer forgetNotices(o)
 	out := &Outcome{Op: "epilog", Job: jobKey(o.Job), DryRun: o.DryRun}
 	s, err := prepare(ctx, o, out, out.Job)
 	if err != nil {

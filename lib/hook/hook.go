@@ -42,6 +42,9 @@ type Options struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	Started time.Time
+	// Version is the running gpuprep's version (cli.Version), recorded in
+	// the node description.
+	Version string
 
 	gpus       []gpu.Device // the node's GPUs, listed once (devices)
 	gpusListed bool

@@ -42,6 +42,11 @@ type Outcome struct {
 	MIGGres []string `json:"mig_gres,omitempty"`
 	// Health is the [health] checks' report (health.go).
 	Health *health.Report `json:"health,omitempty"`
+	// Notices are what the job's user is told by srunwrap (notices.go);
+	// NodeDescription is the node description written for srunwrap, or
+	// "unchanged" (nodedesc.go). Prolog only.
+	Notices         []string `json:"notices,omitempty"`
+	NodeDescription string   `json:"node_description,omitempty"`
 }
 
 // DriftFound is a knob whose value changed under the job.
@@ -56,10 +61,12 @@ type DriftFound struct {
 // Prolog applies the job's profile: select it, finish an interrupted run,
 // release dead jobs, read every knob the profile sets, plan, journal, apply,
 // and record what the job holds for its epilog. With DryRun it plans and
-// changes nothing.
-func Prolog(ctx context.Context, o *Options) (*Outcome, error) {
+// changes nothing. After a successful run it leaves for srunwrap the node
+// description and the job's notices (nodedesc.go).
+func Prolog(ctx context.Context, o *Options) (out *Outcome, err error) {
+	defer func() { publish(o, out, err) }()
 	sel := config.Select(o.Config, config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment})
-	out, err := prologFor(ctx, o, sel, "")
+	out, err = prologFor(ctx, o, sel, "")
 	retry, how, ok := fallbackFor(o.Config, sel, err)
 	if !ok {
 		return out, err

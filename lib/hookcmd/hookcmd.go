@@ -175,7 +175,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started}
+	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cli.Version}
 	var out *hook.Outcome
 	var runErr error
 	if !f.dryRun {

@@ -120,6 +120,9 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 	for _, wn := range out.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
+	for _, n := range out.Notices {
+		fmt.Fprintf(w, "notice for the job's user: %s\n", n)
+	}
 }
 
 func orDash(s string) string {

@@ -1,0 +1,60 @@
+package hook
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gpuprep/lib/config"
+)
+
+// jobNotices lists, one line each, what the prolog did for the job that its
+// user should know and has no other way to learn (srunwrap's local rank 0
+// prints them): the profile it asked for and why it was not applied as
+// asked, knobs of its profile skipped on this node or kept at another
+// job's value, health checks that failed with warn severity, and a MIG
+// layout request not honoured. Node matters for the admin (a reboot, dead
+// jobs released) stay in the log.
+func jobNotices(o *Options, out *Outcome) []string {
+	var msgs []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(msgs, s) {
+			msgs = append(msgs, s)
+		}
+	}
+	sel := config.Select(o.Config, config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment})
+	for _, w := range sel.Warnings {
+		add(w)
+	}
+	add(out.Fallback)
+	req, reqWarn := o.Config.MIGRequest(o.Job.Comment)
+	add(reqWarn)
+	for _, s := range out.Skipped {
+		reason, _ := strings.CutPrefix(s.Reason, s.ID.String()+": ")
+		add(fmt.Sprintf("profile %q: %s skipped on this node: %s", out.Profile, s.ID.Name+scopeOf(s.ID.Scope), reason))
+	}
+	held := out.Job + " asks for "
+	for _, w := range out.Warnings {
+		switch {
+		case strings.HasPrefix(w, "GPU knobs skipped"),
+			req != "" && strings.HasPrefix(w, fmt.Sprintf("MIG layout %q requested but not made", req)),
+			strings.Contains(w, ": job "+held):
+			add(w)
+		}
+	}
+	if out.Health != nil {
+		for _, r := range out.Health.Warnings() {
+			add("health: " + r.Reason)
+		}
+	}
+	return msgs
+}
+
+// scopeOf names a knob's scope for a user: "" for the node, " on GPU-..."
+// for a GPU.
+func scopeOf(scope string) string {
+	if uuid, ok := strings.CutPrefix(scope, "gpu:"); ok {
+		return " on " + uuid
+	}
+	return ""
+}

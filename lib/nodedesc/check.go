@@ -1,0 +1,87 @@
+package nodedesc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
+)
+
+// NeedsWrite says whether the prolog must (re)write the description, and
+// why in a few words for the log. old and loadErr are what Load gave;
+// bootID is this boot's; devs the GPUs the prolog's backend lists (light:
+// from /proc/driver/nvidia, MIG devices with their GI and CI ids); cfg and
+// version the prolog's configuration and cli.Version. It costs no I/O.
+func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Device, cfg *config.Config, version string) (bool, string) {
+	switch {
+	case errors.Is(loadErr, ErrMissing):
+		return true, "missing"
+	case errors.Is(loadErr, ErrStale):
+		return true, "stale: " + loadErr.Error()
+	case loadErr != nil:
+		return true, "unreadable: " + loadErr.Error()
+	case old == nil:
+		return true, "missing"
+	case old.Version != Version:
+		return true, fmt.Sprintf("format version %d, now %d", old.Version, Version)
+	case old.BootID != bootID:
+		return true, "written in another boot"
+	case old.Gpuprep != version:
+		return true, fmt.Sprintf("written by gpuprep %s, this is %s", old.Gpuprep, version)
+	}
+	if why := gpusDiffer(old, devs); why != "" {
+		return true, why
+	}
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	switch {
+	case old.ConfigFile != cfg.File:
+		return true, fmt.Sprintf("config file %s, now %s", old.ConfigFile, cfg.File)
+	case !sameJSON(old.Srunwrap, cfg.Srunwrap):
+		return true, "[srunwrap] changed"
+	case !sameJSON(old.NCCL, cfg.NCCL):
+		return true, "[nccl] changed"
+	}
+	return false, ""
+}
+
+// gpusDiffer says how the described GPUs differ from devs: their number,
+// UUIDs or bus ids (both lists are in bus order), or the GPU and compute
+// instance ids of their MIG devices; "" when they agree.
+func gpusDiffer(old *Description, devs []gpu.Device) string {
+	gs := old.Node.GPUs
+	if len(gs) != len(devs) {
+		return fmt.Sprintf("%d GPUs, now %d", len(gs), len(devs))
+	}
+	for i, d := range devs {
+		g := gs[i]
+		if g.UUID != d.UUID || g.BusID != d.BusID {
+			return fmt.Sprintf("GPU %d was %s (%s), now %s (%s)", i, g.UUID, g.BusID, d.UUID, d.BusID)
+		}
+		if !slices.Equal(instances(g.MIG.Devices), instances(d.MIG.Devices)) {
+			return fmt.Sprintf("MIG instances of GPU %d (%s) changed", i, d.BusID)
+		}
+	}
+	return ""
+}
+
+// instances lists MIG devices as GI, CI pairs.
+func instances(ms []gpu.MIGDevice) [][2]int {
+	out := make([][2]int, len(ms))
+	for i, m := range ms {
+		out[i] = [2]int{m.GI, m.CI}
+	}
+	return out
+}
+
+// sameJSON says whether a and b encode alike: a section read back from the
+// description compares equal to the one it was written from.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}

@@ -1,0 +1,67 @@
+package nodedesc
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+
+	"golang.org/x/sys/unix"
+
+	"gpuprep/lib/host"
+)
+
+// Write stores d at Path under r: /run/gpuprep is created 0755 (never
+// through a symlink, and only when the writer owns it), the file 0644,
+// replaced atomically. A symlink at /run/gpuprep or at the file is refused
+// with an error naming it.
+func Write(r host.Root, d *Description) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("node description: %w", err)
+	}
+	fd, err := openDir(r, runDir, true)
+	if err != nil {
+		return fmt.Errorf("node description: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := writeAt(fd, r.Path(runDir), path.Base(Path), append(data, '\n')); err != nil {
+		return fmt.Errorf("node description: %w", err)
+	}
+	return nil
+}
+
+// Load reads the description at Path under r. It is an error wrapping
+// ErrMissing when there is none, ErrStale (saying why) when it was written
+// in another boot (/proc/sys/kernel/random/boot_id differs or cannot be
+// read), in another format version, or is not a file the prolog wrote (a
+// symlink, writable by others); a file that does not parse is an error
+// naming it.
+func Load(r host.Root) (*Description, error) {
+	data, err := readTrusted(r, Path)
+	if err != nil {
+		return nil, err
+	}
+	full := r.Path(Path)
+	d := &Description{}
+	if err := json.Unmarshal(data, d); err != nil {
+		// Another format version may not fit this one's types.
+		var v struct {
+			Version int `json:"version"`
+		}
+		if json.Unmarshal(data, &v) == nil && v.Version != Version && v.Version != 0 {
+			return nil, fmt.Errorf("%s: %w: format version %d, this srunwrap reads %d", full, ErrStale, v.Version, Version)
+		}
+		return nil, fmt.Errorf("%s: not a node description: %w", full, err)
+	}
+	if d.Version != Version {
+		return nil, fmt.Errorf("%s: %w: format version %d, this srunwrap reads %d", full, ErrStale, d.Version, Version)
+	}
+	boot, err := host.ReadBootID(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: cannot read this boot's id: %v", full, ErrStale, err)
+	}
+	if d.BootID != boot {
+		return nil, fmt.Errorf("%s: %w: written in boot %s, this is boot %s", full, ErrStale, d.BootID, boot)
+	}
+	return d, nil
+}

@@ -1,0 +1,48 @@
+package nodedesc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/host"
+	"gpuprep/lib/topo"
+)
+
+// ForTask is srunwrap's way to the node: the description (Load), else, when
+// it is missing, stale or unreadable, topo.Discover over sysfs with the
+// procfs GPU backend (no NVML; MIG devices then have no UUIDs). source says
+// which, for --explain: "/run/gpuprep/node-description.json (boot <id>)" or
+// "sysfs (description missing: ...)". d is nil on the fallback: the caller
+// then loads the TOML configuration itself. Either way node has no CPUs
+// list (Node.CPUs), as in the description; Cores and NUMA hold the CPUs.
+func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err error) {
+	d, lerr := Load(r)
+	if lerr == nil {
+		return &d.Node, d, fmt.Sprintf("%s (boot %s)", Path, d.BootID), nil
+	}
+	source = "sysfs (" + whyNot(lerr) + ")"
+	n, err := topo.Discover(r, gpu.OpenProcfs(r), topo.Options{NICs: true})
+	if err != nil {
+		return nil, nil, source, fmt.Errorf("node description: %v; sysfs: %w", lerr, err)
+	}
+	n.CPUs = nil
+	return n, nil, source, nil
+}
+
+// whyNot says in a few words why the description is not used.
+func whyNot(err error) string {
+	switch {
+	case errors.Is(err, ErrMissing):
+		return "description missing: " + err.Error()
+	case errors.Is(err, ErrStale):
+		// "<file>: node description stale: <why>": the why is enough.
+		msg := err.Error()
+		if _, why, ok := strings.Cut(msg, ErrStale.Error()+": "); ok {
+			msg = why
+		}
+		return "description stale: " + msg
+	}
+	return "description unreadable: " + err.Error()
+}
