@@ -5,7 +5,7 @@ export CGO_CFLAGS := -Wno-deprecated-declarations
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X gpuprep/lib/cli.Version=$(VERSION)
+LDFLAGS := -s -w -X gpuprep/lib/cmdenv.Version=$(VERSION)
 BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
 # bin/sim/ holds the same programs built with -tags gpuprep_mock: they also
 # accept --gpu-backend mock:<model> (go-nvml's mock servers), for the demo and

@@ -22,6 +22,8 @@ root=$work/root
 mkdir -p "$root" && tar xzf test/roots/dgxh100.tar.gz -C "$root"
 mkdir -p "$root/etc/slurm"
 "$BIN/gpuprep-gres" --root "$root" --gpu-backend mock:dgxh100 > "$root/etc/slurm/gres.conf"
+# The prolog tags the description with the boot id (fixture roots have none).
+mkdir -p "$root/proc/sys/kernel/random" && cat /proc/sys/kernel/random/boot_id > "$root/proc/sys/kernel/random/boot_id"
 printf '[general]\nlog_file = ""\nmetrics_dir = ""\n' > "$work/g.toml"
 # One prolog writes the node description (/run/gpuprep under the root).
 SLURM_JOB_ID=1 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1,2,3,4,5,6,7 \
@@ -36,8 +38,8 @@ export SLURM_JOB_ID=1 SLURM_STEP_ID=0 SLURM_PROCID=3 SLURM_LOCALID=3 SLURM_NODEI
   CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 SLURMD_NODENAME=dgxh100-01
 cmds=(-n '/bin/true (process floor)' '/bin/true'
       -n 'execwrap (do-nothing Go exec wrapper)' "$work/execwrap /bin/true"
-      -n 'srunwrap, node description' "$BIN/srunwrap -q --root $root -- /bin/true"
-      -n 'srunwrap, sysfs fallback' "$BIN/srunwrap -q --root $nodesc -- /bin/true")
+      -n 'srunwrap (node description)' "$BIN/srunwrap -q --root $root -- /bin/true"
+      -n 'srunwrap (sysfs fallback)' "$BIN/srunwrap -q --root $nodesc -- /bin/true")
 if command -v nvidia-smi >/dev/null; then
   cmds+=(-n 'bind script (nvidia-smi topo -m per rank)' "bash test/bind-nvidia-smi.sh /bin/true")
 fi

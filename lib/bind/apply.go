@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"unsafe"
 
+	"gpuprep/lib/srunconf"
+
 	"golang.org/x/sys/unix"
 
-	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 )
 
 // Applied is what Apply put in force on the calling thread.
 type Applied struct {
 	CPUs      cpuset.Set `json:"cpus"`       // the affinity set; empty when left as it was
-	MemPolicy string     `json:"mem_policy"` // config.MemBind, config.MemPreferred or config.MemOff (left as it was)
+	MemPolicy string     `json:"mem_policy"` // srunconf.MemBind, srunconf.MemPreferred or srunconf.MemOff (left as it was)
 	MemNodes  []int      `json:"mem_nodes"`
 }
 
@@ -75,7 +76,7 @@ func nodeMask(nodes []int) []uint64 {
 // force. A refused affinity is the error (wrapped errno); the memory
 // policy is still applied. Applied says what is in force.
 func Apply(p Plan) (applied Applied, warnings []Warning, err error) {
-	applied.MemPolicy = config.MemOff
+	applied.MemPolicy = srunconf.MemOff
 	if !p.CPUs.IsEmpty() {
 		if e := setAffinity(p.CPUs); e != nil {
 			err = fmt.Errorf("sched_setaffinity(CPUs %s): %w", p.CPUs, e)
@@ -83,7 +84,7 @@ func Apply(p Plan) (applied Applied, warnings []Warning, err error) {
 			applied.CPUs = p.CPUs
 		}
 	}
-	if len(p.MemNodes) == 0 || p.MemPolicy == config.MemOff || p.MemPolicy == "" {
+	if len(p.MemNodes) == 0 || p.MemPolicy == srunconf.MemOff || p.MemPolicy == "" {
 		return applied, nil, err
 	}
 	for _, n := range p.MemNodes {
@@ -96,9 +97,9 @@ func Apply(p Plan) (applied Applied, warnings []Warning, err error) {
 	for {
 		var e error
 		switch mode {
-		case config.MemBind:
+		case srunconf.MemBind:
 			e = setMempolicy(mpolBind, nodes)
-		case config.MemPreferred:
+		case srunconf.MemPreferred:
 			nodes = nodes[:1]
 			e = setMempolicy(mpolPreferred, nodes)
 		default:
@@ -108,13 +109,13 @@ func Apply(p Plan) (applied Applied, warnings []Warning, err error) {
 			applied.MemPolicy, applied.MemNodes = mode, nodes
 			return applied, warnings, err
 		}
-		next, nextWords := config.MemPreferred, fmt.Sprintf("MPOL_PREFERRED on NUMA node %d is in force instead", p.MemNodes[0])
-		if mode == config.MemPreferred {
-			next, nextWords = config.MemOff, "the memory policy is left as it was (the kernel's default: local node first)"
+		next, nextWords := srunconf.MemPreferred, fmt.Sprintf("MPOL_PREFERRED on NUMA node %d is in force instead", p.MemNodes[0])
+		if mode == srunconf.MemPreferred {
+			next, nextWords = srunconf.MemOff, "the memory policy is left as it was (the kernel's default: local node first)"
 		}
 		warnings = append(warnings, Warning{"memory_policy", fmt.Sprintf("set_mempolicy(%s, NUMA %s) refused: %s; %s",
 			mpolName(mode), nodeWord(nodes), errnoWords(e), nextWords)})
-		if next == config.MemOff {
+		if next == srunconf.MemOff {
 			return applied, warnings, err
 		}
 		mode, nodes = next, p.MemNodes
@@ -122,7 +123,7 @@ func Apply(p Plan) (applied Applied, warnings []Warning, err error) {
 }
 
 func mpolName(mode string) string {
-	if mode == config.MemPreferred {
+	if mode == srunconf.MemPreferred {
 		return "MPOL_PREFERRED"
 	}
 	return "MPOL_BIND"

@@ -11,10 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"gpuprep/lib/srunconf"
+
 	"golang.org/x/sys/unix"
 
 	"gpuprep/internal/testroot"
-	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
 )
@@ -38,7 +39,7 @@ func fakeMempolicy(t *testing.T, errno unix.Errno, refuse ...int) *[][2]int {
 // A refused set_mempolicy falls back MPOL_BIND -> MPOL_PREFERRED -> none,
 // each step a memory_policy warning naming the errno; never silently.
 func TestApplyMemoryFallback(t *testing.T) {
-	p := Plan{MemPolicy: config.MemBind, MemNodes: []int{1, 3}}
+	p := Plan{MemPolicy: srunconf.MemBind, MemNodes: []int{1, 3}}
 	for _, c := range []struct {
 		name     string
 		errno    unix.Errno
@@ -48,9 +49,9 @@ func TestApplyMemoryFallback(t *testing.T) {
 		warnings int
 		word     string
 	}{
-		{"accepted", 0, nil, config.MemBind, []int{1, 3}, 0, ""},
-		{"seccomp refuses bind", unix.EPERM, []int{mpolBind}, config.MemPreferred, []int{1}, 1, "EPERM"},
-		{"no NUMA syscalls", unix.ENOSYS, []int{mpolBind, mpolPreferred}, config.MemOff, nil, 2, "ENOSYS"},
+		{"accepted", 0, nil, srunconf.MemBind, []int{1, 3}, 0, ""},
+		{"seccomp refuses bind", unix.EPERM, []int{mpolBind}, srunconf.MemPreferred, []int{1}, 1, "EPERM"},
+		{"no NUMA syscalls", unix.ENOSYS, []int{mpolBind, mpolPreferred}, srunconf.MemOff, nil, 2, "ENOSYS"},
 	} {
 		calls := fakeMempolicy(t, c.errno, c.refuse...)
 		a, ws, err := Apply(p)
@@ -68,13 +69,13 @@ func TestApplyMemoryFallback(t *testing.T) {
 	}
 	// Nothing to do: no syscall at all.
 	calls := fakeMempolicy(t, 0)
-	for _, q := range []Plan{{MemPolicy: config.MemOff, MemNodes: []int{0}}, {MemPolicy: config.MemBind}} {
-		if a, ws, err := Apply(q); err != nil || a.MemPolicy != config.MemOff || ws != nil || len(*calls) != 0 {
+	for _, q := range []Plan{{MemPolicy: srunconf.MemOff, MemNodes: []int{0}}, {MemPolicy: srunconf.MemBind}} {
+		if a, ws, err := Apply(q); err != nil || a.MemPolicy != srunconf.MemOff || ws != nil || len(*calls) != 0 {
 			t.Errorf("%+v: %+v %v %v, calls %v", q, a, ws, err, *calls)
 		}
 	}
 	// Preferred names one node: the first (nearest).
-	if a, _, _ := Apply(Plan{MemPolicy: config.MemPreferred, MemNodes: []int{2, 0}}); !slices.Equal(a.MemNodes, []int{2}) || (*calls)[0] != [2]int{mpolPreferred, 1} {
+	if a, _, _ := Apply(Plan{MemPolicy: srunconf.MemPreferred, MemNodes: []int{2, 0}}); !slices.Equal(a.MemNodes, []int{2}) || (*calls)[0] != [2]int{mpolPreferred, 1} {
 		t.Errorf("preferred: %+v, calls %v", a, *calls)
 	}
 }
@@ -132,7 +133,7 @@ func TestApplyRealKernel(t *testing.T) {
 			}
 		}
 	}
-	plan := Plan{CPUs: cpuset.New(cpu), MemPolicy: config.MemBind, MemNodes: []int{node}, Visible: "GPU-1", HCAs: []string{"mlx5_0:1"}}
+	plan := Plan{CPUs: cpuset.New(cpu), MemPolicy: srunconf.MemBind, MemNodes: []int{node}, Visible: "GPU-1", HCAs: []string{"mlx5_0:1"}}
 	type result struct {
 		applied Applied
 		warns   []Warning
@@ -164,7 +165,7 @@ func TestApplyRealKernel(t *testing.T) {
 		t.Errorf("probe runs on CPUs %q, applied %s; want %d", p.CPUsAllowed, r.applied.CPUs, cpu)
 	}
 	switch {
-	case r.applied.MemPolicy == config.MemBind:
+	case r.applied.MemPolicy == srunconf.MemBind:
 		if p.MemPolicy != "bind" || !slices.Equal(p.MemNodes, []int{node}) {
 			t.Errorf("probe memory policy %q on %v (%s), want bind on node %d", p.MemPolicy, p.MemNodes, p.MemErr, node)
 		}

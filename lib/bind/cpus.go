@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/topo"
 )
@@ -98,7 +99,7 @@ func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
 	eff := make([]cpuset.Set, len(plans))
 	for i, r := range ranks {
 		p := &plans[i]
-		if in.Config.CPUBinding == config.CPUKeep && narrower {
+		if in.Config.CPUBinding == srunconf.CPUKeep && narrower {
 			p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", in.Allowed, in.JobCPUs)
 			if t := rankTarget(n, r); !t.cpus.IsEmpty() && t.cpus.Intersection(in.Allowed).IsEmpty() {
 				p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("the task's CPU binding %s has no CPU in %s (%s): host memory and launches cross NUMA nodes; use --cpu-bind=none or srunwrap.cpu_binding = \"replace\"", in.Allowed, t.from, t.cpus)})
@@ -116,7 +117,7 @@ func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
 			eff[i] = plans[i].CPUs
 		}
 	}
-	if in.Config.CPUBinding == config.CPUOff {
+	if in.Config.CPUBinding == srunconf.CPUOff {
 		for i := range plans {
 			if wants[i] != nil {
 				plans[i].CPUsFrom = fmt.Sprintf("left as it is (srunwrap.cpu_binding = off; the plan was %s)", plans[i].CPUs)

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
@@ -114,11 +115,11 @@ func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
 		}
 	}
 	ranks := make([]rank, nr)
-	choose := in.Config.GPU != config.GPUOff && (n == 1 || nr%n == 0)
+	choose := in.Config.GPU != srunconf.GPUOff && (n == 1 || nr%n == 0)
 	if !choose {
 		var w *Warning
 		switch {
-		case in.Config.GPU == config.GPUOff:
+		case in.Config.GPU == srunconf.GPUOff:
 		case nr > 1:
 			w = &Warning{"placement", fmt.Sprintf("%d local ranks do not divide among %d visible GPUs: no rank has a GPU of its own; each is placed near all of them", nr, n)}
 		}
@@ -138,11 +139,11 @@ func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
 			c.From = fmt.Sprintf("%s=%s (the one visible GPU)", v.src, v.entry)
 		} else {
 			c.From = fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, v.entry, i, nr, i, n)
-			if in.Config.GPU == config.GPUNarrow {
+			if in.Config.GPU == srunconf.GPUNarrow {
 				plans[i].Visible = v.entry
 			}
 		}
-		if n == 1 && v.src != "CUDA_VISIBLE_DEVICES" && in.Config.GPU == config.GPUNarrow {
+		if n == 1 && v.src != "CUDA_VISIBLE_DEVICES" && in.Config.GPU == srunconf.GPUNarrow {
 			plans[i].Visible = v.entry
 		}
 		plans[i].GPU = c

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/internal/testroot"
-	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
@@ -173,8 +174,8 @@ func warned(p Plan, check string) bool {
 	return false
 }
 
-func defaults() config.SrunwrapSection {
-	return config.SrunwrapSection{GPU: config.GPUNarrow, CPUBinding: config.CPUKeep, Memory: config.MemBind}
+func defaults() srunconf.SrunwrapSection {
+	return srunconf.SrunwrapSection{GPU: srunconf.GPUNarrow, CPUBinding: srunconf.CPUKeep, Memory: srunconf.MemBind}
 }
 
 // planAll plans ranks 0..ntasks-1 each from its own environment with

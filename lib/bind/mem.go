@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/topo"
 )
@@ -18,7 +19,7 @@ func planMemory(in Input, ranks []rank, cpus []cpuset.Set, plans []Plan) {
 	n := in.Node
 	for i := range plans {
 		p := &plans[i]
-		if in.Config.Memory == config.MemOff {
+		if in.Config.Memory == srunconf.MemOff {
 			p.MemFrom = "left as it is (srunwrap.memory = off)"
 			continue
 		}

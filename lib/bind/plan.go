@@ -7,9 +7,9 @@
 package bind
 
 import (
-	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/srunconf"
 	"gpuprep/lib/topo"
 )
 
@@ -25,11 +25,11 @@ type Input struct {
 	// JobCPUs are the CPUs the job may use on this node (its cgroup's
 	// effective cpuset); empty is unknown, taken as Allowed.
 	JobCPUs cpuset.Set
-	Config  config.SrunwrapSection
+	Config  srunconf.SrunwrapSection
 }
 
 // Warning is something a rank's user should know. Check is one of
-// config.SrunwrapChecks ("placement", "memory_policy", ...), or "input" for
+// srunconf.SrunwrapChecks ("placement", "memory_policy", ...), or "input" for
 // a bad environment or node description.
 type Warning struct {
 	Check string `json:"check"`
@@ -62,7 +62,7 @@ type Plan struct {
 	// MemNodes are the NUMA nodes of the memory policy, nearest first; nil
 	// leaves the policy as it is.
 	MemNodes  []int  `json:"mem_nodes"`
-	MemPolicy string `json:"mem_policy"` // config.MemBind, config.MemPreferred or config.MemOff
+	MemPolicy string `json:"mem_policy"` // srunconf.MemBind, srunconf.MemPreferred or srunconf.MemOff
 	MemFrom   string `json:"mem_from"`
 	// HCAs are NCCL_IB_HCA entries ("mlx5_0:1", device:port), nearest
 	// first; nil when none was found.
@@ -83,7 +83,7 @@ func PlanNode(in Input) []Plan {
 // problems become Warnings and an unbound plan.
 func PlanRank(in Input, localID int) Plan {
 	if localID < 0 {
-		return Plan{LocalID: localID, MemPolicy: config.MemOff, Warnings: []Warning{{CheckInput,
+		return Plan{LocalID: localID, MemPolicy: srunconf.MemOff, Warnings: []Warning{{CheckInput,
 			"negative local rank id: running unbound"}}}
 	}
 	return planNode(in, rankCount(in, localID))[localID]
@@ -94,15 +94,15 @@ func rankCount(in Input, localID int) int {
 }
 
 // settings are the config with its defaults filled in.
-func settings(c config.SrunwrapSection) config.SrunwrapSection {
+func settings(c srunconf.SrunwrapSection) srunconf.SrunwrapSection {
 	if c.GPU == "" {
-		c.GPU = config.GPUNarrow
+		c.GPU = srunconf.GPUNarrow
 	}
 	if c.CPUBinding == "" {
-		c.CPUBinding = config.CPUKeep
+		c.CPUBinding = srunconf.CPUKeep
 	}
 	if c.Memory == "" {
-		c.Memory = config.MemBind
+		c.Memory = srunconf.MemBind
 	}
 	return c
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
 )
@@ -23,7 +24,7 @@ func TestEightRanksEightGPUs(t *testing.T) {
 				if p.GPU == nil || p.GPU.Index != i || p.Visible != strconv.Itoa(i) {
 					t.Fatalf("rank %d: GPU %+v, visible %q", i, p.GPU, p.Visible)
 				}
-				if p.CPUs.IsEmpty() || !slices.Equal(p.MemNodes, []int{n.GPUs[i].NUMA}) || p.MemPolicy != config.MemBind {
+				if p.CPUs.IsEmpty() || !slices.Equal(p.MemNodes, []int{n.GPUs[i].NUMA}) || p.MemPolicy != srunconf.MemBind {
 					t.Errorf("rank %d: CPUs %s, memory %s %v", i, p.CPUs, p.MemPolicy, p.MemNodes)
 				}
 				if len(p.HCAs) != 1 || len(p.Warnings) != 0 {
@@ -318,22 +319,22 @@ func TestKeptBinding(t *testing.T) {
 	bound := cpuset.New(0, 1, 112, 113)
 	env := map[string]string{"CUDA_VISIBLE_DEVICES": seq(8), "SLURM_STEP_GPUS": seq(8)}
 	_, free := planAll(t, n, 8, env, func(in *Input) { in.Allowed, in.JobCPUs = job, job })
-	for _, mode := range []string{config.CPUKeep, config.CPUReplace, config.CPUOff} {
+	for _, mode := range []string{srunconf.CPUKeep, srunconf.CPUReplace, srunconf.CPUOff} {
 		in, plans := planAll(t, n, 8, env, func(in *Input) {
 			in.Allowed, in.JobCPUs, in.Config.CPUBinding = bound, job, mode
 		})
 		checkPlans(t, in, plans)
 		for i, p := range plans {
 			switch mode {
-			case config.CPUKeep:
+			case srunconf.CPUKeep:
 				if !p.CPUs.IsEmpty() || !strings.HasPrefix(p.CPUsFrom, "kept") || warned(p, "placement") != (i >= 4) || !slices.Equal(p.MemNodes, []int{0}) {
 					t.Errorf("keep rank %d: CPUs %s (%s) memory %v warnings %v", i, p.CPUs, p.CPUsFrom, p.MemNodes, p.Warnings)
 				}
-			case config.CPUReplace:
+			case srunconf.CPUReplace:
 				if !p.CPUs.Equal(free[i].CPUs) {
 					t.Errorf("replace rank %d: CPUs %s, want %s", i, p.CPUs, free[i].CPUs)
 				}
-			case config.CPUOff:
+			case srunconf.CPUOff:
 				if !p.CPUs.IsEmpty() || !slices.Equal(p.MemNodes, free[i].MemNodes) {
 					t.Errorf("off rank %d: CPUs %s memory %v", i, p.CPUs, p.MemNodes)
 				}
@@ -349,7 +350,7 @@ func TestGPUModes(t *testing.T) {
 	n := shapeNode(t, "dgxh100")
 	env := map[string]string{"CUDA_VISIBLE_DEVICES": "0,4"}
 	_, narrow := planAll(t, n, 2, env, nil)
-	_, keep := planAll(t, n, 2, env, func(in *Input) { in.Config.GPU = config.GPUKeep })
+	_, keep := planAll(t, n, 2, env, func(in *Input) { in.Config.GPU = srunconf.GPUKeep })
 	for i := range keep {
 		if keep[i].Visible != "" || keep[i].GPU == nil || keep[i].GPU.Index != narrow[i].GPU.Index || !keep[i].CPUs.Equal(narrow[i].CPUs) {
 			t.Errorf("keep rank %d: %+v, narrow %+v", i, keep[i], narrow[i])
@@ -360,7 +361,7 @@ func TestGPUModes(t *testing.T) {
 		mode   string
 		ntasks int
 		warn   bool
-	}{{config.GPUOff, 2, false}, {config.GPUNarrow, 3, true}, {config.GPUNarrow, 1, false}} {
+	}{{srunconf.GPUOff, 2, false}, {srunconf.GPUNarrow, 3, true}, {srunconf.GPUNarrow, 1, false}} {
 		in, plans := planAll(t, n, c.ntasks, env, func(in *Input) { in.Config.GPU = c.mode })
 		checkPlans(t, in, plans)
 		union := cpuset.Set{}

@@ -19,7 +19,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,19 +26,17 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 )
 
-// Version is set at build time with -ldflags "-X gpuprep/lib/cli.Version=...".
-var Version = "dev"
-
-// Exit codes shared by the programs.
+// Exit codes shared by the programs (cmdenv's).
 const (
-	ExitOK       = 0 // success; for hooks: the job may run
-	ExitMismatch = 1 // a check found differences; for hooks: a node problem
-	ExitBadInput = 2 // bad flags, config, input file or environment
+	ExitOK       = cmdenv.ExitOK
+	ExitMismatch = cmdenv.ExitMismatch
+	ExitBadInput = cmdenv.ExitBadInput
 )
 
 // Common are the flags every program takes.
@@ -62,41 +59,14 @@ func (c *Common) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 }
 
-// NewFlagSet returns a flag set whose usage text starts with synopsis;
-// errors go to errOut (stderr), the usage asked for with -h or --help to
-// Parse's stdout.
+// NewFlagSet is cmdenv.NewFlagSet.
 func NewFlagSet(prog, synopsis string, errOut io.Writer) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.SortFlags = false
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
-	}
-	return fs
+	return cmdenv.NewFlagSet(prog, synopsis, errOut)
 }
 
-// Parse parses args; it returns done=true with the exit code when the
-// program should stop now: -h or --help (the usage on stdout, exit 0),
-// --version (stdout, exit 0), a bad flag (stderr, exit 2).
+// Parse is cmdenv.Parse with the common --version flag.
 func Parse(fs *pflag.FlagSet, c *Common, args []string, stdout io.Writer) (done bool, code int) {
-	errOut := fs.Output()
-	// With ContinueOnError pflag writes to its output only the usage
-	// asked for with -h or --help: that goes to stdout.
-	fs.SetOutput(stdout)
-	err := fs.Parse(args)
-	fs.SetOutput(errOut)
-	if err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, ExitOK
-		}
-		fmt.Fprintf(fs.Output(), "%s: %v (see -h)\n", fs.Name(), err)
-		return true, ExitBadInput
-	}
-	if c.Version {
-		fmt.Fprintf(stdout, "%s %s\n", fs.Name(), Version)
-		return true, ExitOK
-	}
-	return false, ExitOK
+	return cmdenv.Parse(fs, &c.Version, args, stdout)
 }
 
 // LoadConfig reads the configuration named by --config.
@@ -149,13 +119,8 @@ func (c *Common) Level(cfg *config.Config) (slog.Level, error) {
 	return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", lvl)
 }
 
-// Fail prints err as one line, "prog: message", and returns code. Hooks rely
-// on this: the first stderr line becomes Slurm's drain reason.
-func Fail(w io.Writer, prog string, code int, err error) int {
-	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
-	fmt.Fprintf(w, "%s: %s\n", prog, msg)
-	return code
-}
+// Fail is cmdenv.Fail.
+func Fail(w io.Writer, prog string, code int, err error) int { return cmdenv.Fail(w, prog, code, err) }
 
 // Placeholder is the command of a program whose issue has not landed: it
 // answers -h and --version, says it is not implemented, and exits non-zero.

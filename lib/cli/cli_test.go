@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 )
 
@@ -74,7 +75,7 @@ func TestPlaceholder(t *testing.T) {
 	}
 	out.Reset()
 	e.Args = []string{"--version"}
-	if code := Placeholder("prog", "usage: prog", "issue 9", e); code != ExitOK || out.String() != "prog "+Version+"\n" {
+	if code := Placeholder("prog", "usage: prog", "issue 9", e); code != ExitOK || out.String() != "prog "+cmdenv.Version+"\n" {
 		t.Errorf("--version: %d %q", code, out.String())
 	}
 }

@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
+
+	"gpuprep/lib/cmdenv"
 )
 
-// WriteJSON prints v as indented JSON (two spaces) and a newline.
-func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// WriteJSON is cmdenv.WriteJSON: indented JSON and a newline.
+func WriteJSON(w io.Writer, v any) error { return cmdenv.WriteJSON(w, v) }

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"gpuprep/lib/srunconf"
 )
 
 // DefaultPath is where the programs look for the configuration when no
@@ -24,16 +26,16 @@ const DefaultPath = "/etc/gpuprep/gpuprep.toml"
 
 // Config is a whole configuration: the file laid over the built-in defaults.
 type Config struct {
-	General   GeneralSection         `toml:"general"`
-	Selection SelectionSection       `toml:"selection"`
-	Gres      GresSection            `toml:"gres"`
-	Defaults  Knobs                  `toml:"defaults"` // restored when no baseline was recorded
-	Profiles  map[string]ProfileSpec `toml:"profiles"` // as written; use Profile for the resolved one
-	MIG       MIGSection             `toml:"mig"`
-	Health    HealthSection          `toml:"health"`
-	Isolation IsolationSection       `toml:"isolation"`
-	Srunwrap  SrunwrapSection        `toml:"srunwrap"`
-	NCCL      NCCLSection            `toml:"nccl"`
+	General   GeneralSection           `toml:"general"`
+	Selection SelectionSection         `toml:"selection"`
+	Gres      GresSection              `toml:"gres"`
+	Defaults  Knobs                    `toml:"defaults"` // restored when no baseline was recorded
+	Profiles  map[string]ProfileSpec   `toml:"profiles"` // as written; use Profile for the resolved one
+	MIG       MIGSection               `toml:"mig"`
+	Health    HealthSection            `toml:"health"`
+	Isolation IsolationSection         `toml:"isolation"`
+	Srunwrap  srunconf.SrunwrapSection `toml:"srunwrap"`
+	NCCL      srunconf.NCCLSection     `toml:"nccl"`
 
 	// File is the file the configuration came from ("defaults.toml" for the
 	// built-in one).

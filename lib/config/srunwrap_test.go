@@ -1,22 +1,30 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"gpuprep/lib/srunconf"
 )
 
 func TestSrunwrapDefaults(t *testing.T) {
 	s := Default().Srunwrap
-	if s.GPU != GPUNarrow || s.CPUBinding != CPUKeep || s.Memory != MemBind || s.GPUMemoryNodes {
+	if s.GPU != srunconf.GPUNarrow || s.CPUBinding != srunconf.CPUKeep || s.Memory != srunconf.MemBind || s.GPUMemoryNodes {
 		t.Errorf("defaults: %+v", s)
 	}
-	for _, c := range SrunwrapChecks {
-		if got := s.SrunwrapCheck(c); got != CheckWarn {
+	for _, c := range srunconf.SrunwrapChecks {
+		if got := s.SrunwrapCheck(c); got != srunconf.CheckWarn {
 			t.Errorf("default %s = %q, want warn", c, got)
 		}
 	}
 	if n := len(Default().NCCL.Fabrics); n != 0 {
 		t.Errorf("%d built-in fabrics, want none", n)
+	}
+	// srunwrap without a node description uses srunconf.Defaults: the
+	// same as defaults.toml.
+	if !reflect.DeepEqual(s, srunconf.Defaults()) {
+		t.Errorf("defaults.toml [srunwrap] %+v, srunconf.Defaults() %+v", s, srunconf.Defaults())
 	}
 }
 
@@ -44,10 +52,10 @@ ib_hca = "off"
 		t.Fatal(err)
 	}
 	s := c.Srunwrap
-	if s.GPU != GPUKeep || s.Memory != MemPreferred || s.CPUBinding != CPUKeep {
+	if s.GPU != srunconf.GPUKeep || s.Memory != srunconf.MemPreferred || s.CPUBinding != srunconf.CPUKeep {
 		t.Errorf("srunwrap: %+v", s)
 	}
-	if s.SrunwrapCheck("memlock") != CheckRefuse || s.SrunwrapCheck("nccl_env") != CheckOff || s.SrunwrapCheck("nccl_hca") != CheckWarn {
+	if s.SrunwrapCheck("memlock") != srunconf.CheckRefuse || s.SrunwrapCheck("nccl_env") != srunconf.CheckOff || s.SrunwrapCheck("nccl_hca") != srunconf.CheckWarn {
 		t.Errorf("checks: %v", s.Checks)
 	}
 	fs := c.NCCL.Fabrics
@@ -63,7 +71,7 @@ ib_hca = "off"
 }
 
 func TestNCCLFabricMatches(t *testing.T) {
-	f := NCCLFabric{Nodes: "gpu[001-004],dgx7", Partitions: []string{"a", "b"}, Products: []string{"DGX*", "ProLiant XL675d Gen10 Plus"}}
+	f := srunconf.NCCLFabric{Nodes: "gpu[001-004],dgx7", Partitions: []string{"a", "b"}, Products: []string{"DGX*", "ProLiant XL675d Gen10 Plus"}}
 	for _, tc := range []struct {
 		node, part, prod string
 		want             bool
@@ -81,10 +89,10 @@ func TestNCCLFabricMatches(t *testing.T) {
 			t.Errorf("Matches(%q, %q, %q) = %v, want %v", tc.node, tc.part, tc.prod, got, tc.want)
 		}
 	}
-	if !(NCCLFabric{}).Matches("anything", "", "") {
+	if !(srunconf.NCCLFabric{}).Matches("anything", "", "") {
 		t.Error("a fabric without selectors must match everywhere")
 	}
-	if (NCCLFabric{Nodes: "gpu[1-"}).Matches("gpu1", "", "") {
+	if (srunconf.NCCLFabric{Nodes: "gpu[1-"}).Matches("gpu1", "", "") {
 		t.Error("a bad hostlist must match nothing")
 	}
 }

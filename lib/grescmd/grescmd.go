@@ -11,6 +11,7 @@ import (
 	"io/fs"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
@@ -121,7 +122,7 @@ func Main(e cli.Env) int {
 	case "json":
 		err = gresgen.WriteJSON(stdout, node, res)
 	default:
-		err = gresgen.WriteGres(stdout, node, res, prog+" "+cli.Version)
+		err = gresgen.WriteGres(stdout, node, res, prog+" "+cmdenv.Version)
 	}
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitMismatch, err)

@@ -6,6 +6,7 @@ import (
 
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
+	"gpuprep/lib/nccl"
 	"gpuprep/lib/topo"
 )
 
@@ -103,7 +104,7 @@ func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, need Need) *Facts {
 	goRead(c["ib_ports"], func() { f.IB, f.IBErr = ReadIBPorts(r) })
 	goRead(c["swap"], func() { f.Swap, f.SwapErr = ReadSwap(r) })
 	goRead(c["cmdqv"], func() { f.CMDQV = ReadCMDQV(r) })
-	goRead(c["nccl_topo"] && need.TopoFile != "", func() { f.TopoCPUs, f.TopoErr = CheckNCCLTopo(r, need.TopoFile) })
+	goRead(c["nccl_topo"] && need.TopoFile != "", func() { f.TopoCPUs, f.TopoErr = nccl.CheckTopoFile(r, need.TopoFile) })
 	goRead(c["xid"], func() {
 		f.BootID, _ = host.ReadBootID(r)
 		f.Kmsg, f.KmsgLast, f.KmsgErr = ReadKmsg(r, "NVRM")

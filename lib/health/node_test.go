@@ -9,6 +9,7 @@ import (
 	"gpuprep/internal/gpumock"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
+	"gpuprep/lib/nccl"
 )
 
 // tiny is a root of just the files given.
@@ -171,7 +172,7 @@ func TestNCCLTopo(t *testing.T) {
 		{"/etc/nccl/html.xml", "fail", "root element <html>, want <system>"},
 		{"/etc/nccl/none.xml", "fail", "NCCL topology file /etc/nccl/none.xml does not exist"},
 	} {
-		cpus, err := CheckNCCLTopo(root, tc.file)
+		cpus, err := nccl.CheckTopoFile(root, tc.file)
 		e := Expect{}
 		e.Health.NCCLTopoFile = tc.file
 		r := evalNode(&Facts{TopoCPUs: cpus, TopoErr: err}, e, "nccl_topo")[0]

@@ -42,7 +42,7 @@ type Options struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	Started time.Time
-	// Version is the running gpuprep's version (cli.Version), recorded in
+	// Version is the running gpuprep's version (cmdenv.Version), recorded in
 	// the node description.
 	Version string
 

@@ -3,6 +3,7 @@ package hook
 import (
 	"errors"
 
+	"gpuprep/lib/config"
 	"gpuprep/lib/host"
 	"gpuprep/lib/nodedesc"
 )
@@ -44,11 +45,11 @@ func writeNodeDescription(o *Options) string {
 		return ""
 	}
 	old, lerr := nodedesc.Load(o.Root)
-	need, why := nodedesc.NeedsWrite(old, lerr, boot, o.devices(), o.Config, o.Version)
+	need, why := nodedesc.NeedsWrite(old, lerr, boot, o.devices(), descSettings(o.Config), o.Version)
 	if !need {
 		return "unchanged"
 	}
-	d, err := nodedesc.Build(o.Root, o.GPU, o.Config, o.Version)
+	d, err := nodedesc.Build(o.Root, o.GPU, descSettings(o.Config), o.Version)
 	if err == nil {
 		err = nodedesc.Write(o.Root, d)
 	}
@@ -72,4 +73,12 @@ func forgetNotices(o *Options) {
 	if err := nodedesc.RemoveNotice(o.Root, o.Job.ID); err != nil {
 		o.Log.Warn("job notices not removed", "err", err)
 	}
+}
+
+// descSettings is what the node description carries of the configuration.
+func descSettings(c *config.Config) nodedesc.Settings {
+	if c == nil {
+		return nodedesc.Settings{}
+	}
+	return nodedesc.Settings{Srunwrap: c.Srunwrap, NCCL: c.NCCL, ConfigFile: c.File}
 }

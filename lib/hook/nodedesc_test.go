@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
@@ -59,13 +61,13 @@ func TestPrologWritesNodeDescriptionOnce(t *testing.T) {
 	}
 
 	cfg := *e.cfg
-	cfg.Srunwrap.Memory = config.MemPreferred
+	cfg.Srunwrap.Memory = srunconf.MemPreferred
 	o = e.opts(3, []int{3}, "")
 	o.Version, o.Config = "1.0", &cfg
 	if out, err = Prolog(context.Background(), o); err != nil || out.NodeDescription != nodedesc.Path {
 		t.Fatalf("prolog after a config change: %v, %q", err, out.NodeDescription)
 	}
-	if d, err := nodedesc.Load(r); err != nil || d.Srunwrap.Memory != config.MemPreferred {
+	if d, err := nodedesc.Load(r); err != nil || d.Srunwrap.Memory != srunconf.MemPreferred {
 		t.Errorf("rewritten description: %v", err)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/hook"
@@ -175,7 +176,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cli.Version}
+	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cmdenv.Version}
 	var out *hook.Outcome
 	var runErr error
 	if !f.dryRun {

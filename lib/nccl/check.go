@@ -8,12 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"gpuprep/lib/health"
 	"gpuprep/lib/host"
 )
 
 // Finding is one problem a runtime check found. Check is one of
-// config.SrunwrapChecks ("nccl_topo_file", "nccl_hca", "memlock",
+// srunconf.SrunwrapChecks ("nccl_topo_file", "nccl_hca", "memlock",
 // "nccl_env").
 type Finding struct{ Check, Msg string }
 
@@ -49,7 +48,7 @@ func checkTopoFile(r host.Root, env func(string) string) []Finding {
 		}
 		full = filepath.ToSlash(filepath.Join(wd, p))
 	}
-	if _, err := health.CheckNCCLTopo(r, full); err != nil {
+	if _, err := CheckTopoFile(r, full); err != nil {
 		if r.Exists(full) {
 			return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s does not parse as an NCCL topology (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", show(p), err, detectCost)}}
 		}

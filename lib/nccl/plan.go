@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"strings"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
 )
 
 // Input is what Plan needs to know about one rank.
 type Input struct {
-	Fabrics   []config.NCCLFabric // [[nccl.fabric]], in file order
-	Node      string              // short host name (SLURMD_NODENAME, else hostname)
-	Partition string              // SLURM_JOB_PARTITION
-	Product   string              // DMI product name (Product)
+	Fabrics   []srunconf.NCCLFabric // [[nccl.fabric]], in file order
+	Node      string                // short host name (SLURMD_NODENAME, else hostname)
+	Partition string                // SLURM_JOB_PARTITION
+	Product   string                // DMI product name (Product)
 	// HCAs are the HCAs nearest this rank's GPU ("mlx5_0:1"); nil when
 	// none was found. HCAFrom says why those (lib/bind).
 	HCAs    []string
@@ -129,7 +129,7 @@ func Plan(in Input) []Var {
 
 // fabricName is how --explain names fabric i: its name, else "#<i+1>" as
 // config's messages do.
-func fabricName(f config.NCCLFabric, i int) string {
+func fabricName(f srunconf.NCCLFabric, i int) string {
 	if f.Name != "" {
 		return f.Name
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -26,7 +26,7 @@ func planMap(t *testing.T, in Input) map[string]Var {
 }
 
 func TestPlanFabricMatching(t *testing.T) {
-	fabrics := []config.NCCLFabric{
+	fabrics := []srunconf.NCCLFabric{
 		{Name: "all", IBHCA: "auto", Env: map[string]string{"A": "all"}},
 		{Name: "nodes", Nodes: "gpu[001-004,010]", IBHCA: "auto", Env: map[string]string{"NODES": "1"}},
 		{Name: "part", Partitions: []string{"train", "debug"}, IBHCA: "auto", Env: map[string]string{"PART": "1"}},
@@ -64,7 +64,7 @@ func TestPlanFabricMatching(t *testing.T) {
 }
 
 func TestPlanOverrideUserForce(t *testing.T) {
-	fabrics := []config.NCCLFabric{
+	fabrics := []srunconf.NCCLFabric{
 		{Name: "base", IBHCA: "auto", Env: map[string]string{"NCCL_SOCKET_IFNAME": "=eth0", "NCCL_IB_QPS_PER_CONNECTION": "1", "NCCL_TOPO_FILE": "/etc/nccl/topo.xml"},
 			Force: []string{"NCCL_TOPO_FILE"}},
 		{Name: "ndr", Partitions: []string{"big"}, IBHCA: "auto", Env: map[string]string{"NCCL_IB_QPS_PER_CONNECTION": "2", "NCCL_SOCKET_IFNAME": "=bond0"},
@@ -119,33 +119,33 @@ func TestPlanOverrideUserForce(t *testing.T) {
 func TestPlanIBHCA(t *testing.T) {
 	hcas := []string{"mlx5_0:1", "mlx5_1:1"}
 	const from = "nearest HCAs to GPU 3 (same PCIe switch)"
-	fab := func(name, ibhca string, force ...string) config.NCCLFabric {
-		return config.NCCLFabric{Name: name, IBHCA: ibhca, Force: force}
+	fab := func(name, ibhca string, force ...string) srunconf.NCCLFabric {
+		return srunconf.NCCLFabric{Name: name, IBHCA: ibhca, Force: force}
 	}
-	other := config.NCCLFabric{Name: "elsewhere", Nodes: "gpu[100-200]", IBHCA: "=mlx5_9"}
+	other := srunconf.NCCLFabric{Name: "elsewhere", Nodes: "gpu[100-200]", IBHCA: "=mlx5_9"}
 	for _, tc := range []struct {
 		name    string
-		fabrics []config.NCCLFabric
+		fabrics []srunconf.NCCLFabric
 		hcas    []string
 		user    string
 		want    Var // NCCL_IB_HCA; zero: not set
 	}{
 		{"no fabric: auto", nil, hcas, "", Var{Value: "=mlx5_0:1,mlx5_1:1", From: from}},
-		{"no matching fabric: auto", []config.NCCLFabric{other}, hcas, "", Var{Value: "=mlx5_0:1,mlx5_1:1", From: from}},
+		{"no matching fabric: auto", []srunconf.NCCLFabric{other}, hcas, "", Var{Value: "=mlx5_0:1,mlx5_1:1", From: from}},
 		{"no fabric, no HCAs: unset", nil, nil, "", Var{}},
-		{"auto", []config.NCCLFabric{fab("f", "auto")}, hcas[:1], "", Var{Value: "=mlx5_0:1", From: from}},
-		{"empty ib_hca is auto", []config.NCCLFabric{fab("f", "")}, hcas[:1], "", Var{Value: "=mlx5_0:1", From: from}},
-		{"off", []config.NCCLFabric{fab("f", "off")}, hcas, "", Var{}},
-		{"literal as written", []config.NCCLFabric{fab("f", "mlx5_2,mlx5_3")}, hcas, "", Var{Value: "mlx5_2,mlx5_3", From: "fabric f (ib_hca)"}},
-		{"later off unsets an earlier literal", []config.NCCLFabric{fab("a", "=mlx5_4"), fab("b", "off")}, hcas, "", Var{}},
-		{"later literal over auto", []config.NCCLFabric{fab("a", "auto"), fab("b", "^mlx5_9")}, hcas, "", Var{Value: "^mlx5_9", From: "fabric b (ib_hca)"}},
+		{"auto", []srunconf.NCCLFabric{fab("f", "auto")}, hcas[:1], "", Var{Value: "=mlx5_0:1", From: from}},
+		{"empty ib_hca is auto", []srunconf.NCCLFabric{fab("f", "")}, hcas[:1], "", Var{Value: "=mlx5_0:1", From: from}},
+		{"off", []srunconf.NCCLFabric{fab("f", "off")}, hcas, "", Var{}},
+		{"literal as written", []srunconf.NCCLFabric{fab("f", "mlx5_2,mlx5_3")}, hcas, "", Var{Value: "mlx5_2,mlx5_3", From: "fabric f (ib_hca)"}},
+		{"later off unsets an earlier literal", []srunconf.NCCLFabric{fab("a", "=mlx5_4"), fab("b", "off")}, hcas, "", Var{}},
+		{"later literal over auto", []srunconf.NCCLFabric{fab("a", "auto"), fab("b", "^mlx5_9")}, hcas, "", Var{Value: "^mlx5_9", From: "fabric b (ib_hca)"}},
 		{"user wins over auto", nil, hcas, "mlx5_5", Var{Value: "mlx5_5", From: "your environment", User: "mlx5_5", Kept: true}},
-		{"user wins over off: nothing set", []config.NCCLFabric{fab("f", "off")}, hcas, "mlx5_5", Var{}},
-		{"forced auto over user", []config.NCCLFabric{fab("f", "auto", "NCCL_IB_HCA")}, hcas, "mlx5_5",
+		{"user wins over off: nothing set", []srunconf.NCCLFabric{fab("f", "off")}, hcas, "mlx5_5", Var{}},
+		{"forced auto over user", []srunconf.NCCLFabric{fab("f", "auto", "NCCL_IB_HCA")}, hcas, "mlx5_5",
 			Var{Value: "=mlx5_0:1,mlx5_1:1", From: "forced by fabric f over your NCCL_IB_HCA=mlx5_5: " + from, User: "mlx5_5"}},
-		{"forced literal over user", []config.NCCLFabric{fab("f", "=mlx5_2", "NCCL_IB_HCA")}, hcas, "mlx5_5",
+		{"forced literal over user", []srunconf.NCCLFabric{fab("f", "=mlx5_2", "NCCL_IB_HCA")}, hcas, "mlx5_5",
 			Var{Value: "=mlx5_2", From: "forced by fabric f over your NCCL_IB_HCA=mlx5_5", User: "mlx5_5"}},
-		{"unnamed fabric", []config.NCCLFabric{other, {IBHCA: "=mlx5_7", Force: []string{"NCCL_IB_HCA"}}}, hcas, "x",
+		{"unnamed fabric", []srunconf.NCCLFabric{other, {IBHCA: "=mlx5_7", Force: []string{"NCCL_IB_HCA"}}}, hcas, "x",
 			Var{Value: "=mlx5_7", From: "forced by fabric #2 over your NCCL_IB_HCA=x", User: "x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ func BenchmarkForTask(b *testing.B) {
 	dir := testroot.Unpack(b, "dgxh100")
 	r := host.NewRoot(dir)
 	setBoot(b, dir, bootA)
-	d, err := Build(r, gpu.OpenProcfs(r), nil, "bench")
+	d, err := Build(r, gpu.OpenProcfs(r), Settings{}, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

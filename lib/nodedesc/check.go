@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 )
 
@@ -14,8 +13,8 @@ import (
 // why in a few words for the log. old and loadErr are what Load gave;
 // bootID is this boot's; devs the GPUs the prolog's backend lists (light:
 // from /proc/driver/nvidia, MIG devices with their GI and CI ids); cfg and
-// version the prolog's configuration and cli.Version. It costs no I/O.
-func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Device, cfg *config.Config, version string) (bool, string) {
+// version the prolog's configuration and cmdenv.Version. It costs no I/O.
+func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Device, set Settings, version string) (bool, string) {
 	switch {
 	case errors.Is(loadErr, ErrMissing):
 		return true, "missing"
@@ -35,15 +34,12 @@ func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Devic
 	if why := gpusDiffer(old, devs); why != "" {
 		return true, why
 	}
-	if cfg == nil {
-		cfg = &config.Config{}
-	}
 	switch {
-	case old.ConfigFile != cfg.File:
-		return true, fmt.Sprintf("config file %s, now %s", old.ConfigFile, cfg.File)
-	case !sameJSON(old.Srunwrap, cfg.Srunwrap):
+	case old.ConfigFile != set.ConfigFile:
+		return true, fmt.Sprintf("config file %s, now %s", old.ConfigFile, set.ConfigFile)
+	case !sameJSON(old.Srunwrap, set.Srunwrap):
 		return true, "[srunwrap] changed"
-	case !sameJSON(old.NCCL, cfg.NCCL):
+	case !sameJSON(old.NCCL, set.NCCL):
 		return true, "[nccl] changed"
 	}
 	return false, ""

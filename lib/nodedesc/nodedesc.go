@@ -21,7 +21,8 @@ import (
 	"fmt"
 	"time"
 
-	"gpuprep/lib/config"
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 	"gpuprep/lib/topo"
@@ -52,17 +53,25 @@ var ErrStale = errors.New("node description stale")
 type Description struct {
 	Version int    `json:"version"`
 	BootID  string `json:"boot_id"` // /proc/sys/kernel/random/boot_id when written
-	// Gpuprep is the version of the gpuprep that wrote it (cli.Version).
+	// Gpuprep is the version of the gpuprep that wrote it (cmdenv.Version).
 	Gpuprep string    `json:"gpuprep"`
 	Written time.Time `json:"written"`
 	// Node is topo.Discover with NICs, without Node.CPUs (srunwrap needs
 	// cores and NUMA nodes only), MIG device UUIDs filled in.
-	Node     topo.Node              `json:"node"`
-	Srunwrap config.SrunwrapSection `json:"srunwrap"`
-	NCCL     config.NCCLSection     `json:"nccl"`
+	Node     topo.Node                `json:"node"`
+	Srunwrap srunconf.SrunwrapSection `json:"srunwrap"`
+	NCCL     srunconf.NCCLSection     `json:"nccl"`
 	// ConfigFile is the configuration file the sections came from
-	// (config.Config.File).
+	// (lib/config's Config.File).
 	ConfigFile string `json:"config_file"`
+}
+
+// Settings are the configuration srunwrap needs, as the prolog read it:
+// [srunwrap], [nccl] and the file they came from.
+type Settings struct {
+	Srunwrap   srunconf.SrunwrapSection
+	NCCL       srunconf.NCCLSection
+	ConfigFile string
 }
 
 // Build discovers the node under r with b, the prolog's GPU backend. That
@@ -70,8 +79,8 @@ type Description struct {
 // /proc/driver/nvidia, MIG devices without UUIDs), so for each GPU with MIG
 // devices lacking a UUID Build asks b's MIGReader (nvmlDeviceGetMigDeviceHandleByIndex
 // and GetUUID for NVML): only those GPUs pay an NVML call. version is the
-// writer's cli.Version.
-func Build(r host.Root, b gpu.Backend, cfg *config.Config, version string) (*Description, error) {
+// writer's cmdenv.Version.
+func Build(r host.Root, b gpu.Backend, set Settings, version string) (*Description, error) {
 	boot, err := host.ReadBootID(r)
 	if err != nil {
 		return nil, fmt.Errorf("node description: %w", err)
@@ -84,11 +93,10 @@ func Build(r host.Root, b gpu.Backend, cfg *config.Config, version string) (*Des
 	if err := fillMIGUUIDs(n, b); err != nil {
 		return nil, fmt.Errorf("node description: %w", err)
 	}
-	d := &Description{Version: Version, BootID: boot, Gpuprep: version, Written: time.Now().UTC(), Node: *n}
-	if cfg != nil {
-		d.Srunwrap, d.NCCL, d.ConfigFile = cfg.Srunwrap, cfg.NCCL, cfg.File
-	}
-	return d, nil
+	// Node is what the file keeps of it, so that the prolog compares and
+	// srunwrap reads the same thing.
+	return &Description{Version: Version, BootID: boot, Gpuprep: version, Written: time.Now().UTC(), Node: toLayout(*n).node(),
+		Srunwrap: set.Srunwrap, NCCL: set.NCCL, ConfigFile: set.ConfigFile}, nil
 }
 
 // fillMIGUUIDs reads the MIG devices of each GPU whose devices lack a UUID

@@ -43,6 +43,14 @@ func emptyRoot(t *testing.T) host.Root {
 	return host.NewRoot(dir)
 }
 
+// settingsOf is what the prolog passes of its configuration.
+func settingsOf(c *config.Config) Settings {
+	if c == nil {
+		return Settings{}
+	}
+	return Settings{Srunwrap: c.Srunwrap, NCCL: c.NCCL, ConfigFile: c.File}
+}
+
 func testConfig(t *testing.T) *config.Config {
 	t.Helper()
 	c, err := config.Parse("site.toml", []byte(`
@@ -71,7 +79,7 @@ func TestRoundTripAndFallback(t *testing.T) {
 			setBoot(t, dir, bootA)
 			r := host.NewRoot(dir)
 			cfg := testConfig(t)
-			d, err := Build(r, gpu.OpenProcfs(r), cfg, "1.2.3")
+			d, err := Build(r, gpu.OpenProcfs(r), settingsOf(cfg), "1.2.3")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +113,7 @@ func TestRoundTripAndFallback(t *testing.T) {
 				b, _ := json.Marshal(got)
 				t.Errorf("read back differs:\n%s\n%s", a, b)
 			}
-			if again, why := NeedsWrite(got, nil, bootA, devices(t, r), cfg, "1.2.3"); again {
+			if again, why := NeedsWrite(got, nil, bootA, devices(t, r), settingsOf(cfg), "1.2.3"); again {
 				t.Errorf("NeedsWrite right after Write: %s", why)
 			}
 
@@ -333,7 +341,7 @@ func TestNeedsWrite(t *testing.T) {
 		}
 		return &back
 	}
-	if need, why := NeedsWrite(fresh(), nil, bootA, devs, cfg, "1.0"); need {
+	if need, why := NeedsWrite(fresh(), nil, bootA, devs, settingsOf(cfg), "1.0"); need {
 		t.Fatalf("current description: rewrite because %s", why)
 	}
 	other := testConfig(t)
@@ -389,7 +397,7 @@ func TestNeedsWrite(t *testing.T) {
 		d := fresh()
 		g := testroot.GPUs(t, testroot.Shared(t, "dgxa100"))
 		g, c, lerr, version := tc.change(d, g)
-		need, why := NeedsWrite(d, lerr, bootA, g, c, version)
+		need, why := NeedsWrite(d, lerr, bootA, g, settingsOf(c), version)
 		if !need || !strings.Contains(why, tc.wantWhy) {
 			t.Errorf("%s: NeedsWrite %v %q, want a rewrite because %q", tc.name, need, why, tc.wantWhy)
 		}

@@ -27,8 +27,10 @@ func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err e
 	if err != nil {
 		return nil, nil, source, fmt.Errorf("node description: %v; sysfs: %w", lerr, err)
 	}
-	n.CPUs = nil
-	return n, nil, source, nil
+	// The same shape as from the description: the planner sees the
+	// same facts either way.
+	node2 := toLayout(*n).node()
+	return &node2, nil, source, nil
 }
 
 // whyNot says in a few words why the description is not used.

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"gpuprep/lib/bind"
-	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/nccl"
 	"gpuprep/lib/plural"
@@ -46,9 +46,9 @@ type explanation struct {
 // explainMain prints every local rank's plan and runs nothing. In a Slurm
 // step the ranks are the step's; outside one, --tasks ranks (default one
 // per GPU) over every GPU of the node, with this process's CPUs.
-func explainMain(e cli.Env, f flags, in *inputs) int {
+func explainMain(e cmdenv.Env, f flags, in *inputs) int {
 	if in.node == nil {
-		return cli.Fail(e.Stderr, prog, cli.ExitMismatch, fmt.Errorf("cannot read the node: %v", in.nodeErr))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitMismatch, fmt.Errorf("cannot read the node: %v", in.nodeErr))
 	}
 	x := explanation{Node: in.nodeName, Source: in.source, Config: in.cfgFrom}
 	bi := in.bindInput()
@@ -73,14 +73,14 @@ func explainMain(e cli.Env, f flags, in *inputs) int {
 	for _, p := range plans {
 		x.Ranks = append(x.Ranks, rankOf(in, p, e.Getenv))
 	}
-	if f.JSON {
-		if err := cli.WriteJSON(e.Stdout, x); err != nil {
-			return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
+	if f.json {
+		if err := cmdenv.WriteJSON(e.Stdout, x); err != nil {
+			return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, err)
 		}
-		return cli.ExitOK
+		return cmdenv.ExitOK
 	}
 	writeExplanation(e.Stdout, x)
-	return cli.ExitOK
+	return cmdenv.ExitOK
 }
 
 // syntheticTask is n ranks on this node seeing every GPU, for --explain

@@ -3,9 +3,10 @@ package srunwrapcmd
 import (
 	"fmt"
 
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/bind"
-	"gpuprep/lib/cli"
-	"gpuprep/lib/config"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
 	"gpuprep/lib/nccl"
@@ -29,10 +30,9 @@ type inputs struct {
 	source  string                // where the node came from
 	nodeErr error
 
-	srunwrap config.SrunwrapSection
-	fabrics  []config.NCCLFabric
+	srunwrap srunconf.SrunwrapSection
+	fabrics  []srunconf.NCCLFabric
 	cfgFrom  string
-	cfgErr   error
 
 	allowed, job cpuset.Set
 	cpuErr       error
@@ -40,23 +40,19 @@ type inputs struct {
 	nodeName, partition string
 }
 
-// gather reads the inputs. The configuration comes from the node
-// description (the prolog copies [srunwrap] and [nccl] into it, so a rank
-// parses no TOML) unless --config was given or there is no description.
-func gather(e cli.Env, f flags, sys system) *inputs {
-	in := &inputs{root: host.NewRoot(f.Root)}
+// gather reads the inputs. The settings come from the node description
+// (the prolog copies [srunwrap] and [nccl] into it, so a rank parses no
+// TOML), else they are the built-in ones.
+func gather(e cmdenv.Env, f flags, sys system) *inputs {
+	in := &inputs{root: host.NewRoot(f.root)}
 	in.task, in.taskErr = slurm.TaskFromEnv(e.Getenv)
 	in.node, in.desc, in.source, in.nodeErr = nodedesc.ForTask(in.root)
-	if in.desc != nil && f.ConfigPath == config.DefaultPath {
+	if in.desc != nil {
 		in.srunwrap, in.fabrics = in.desc.Srunwrap, in.desc.NCCL.Fabrics
-		in.cfgFrom = fmt.Sprintf("the node description (%s)", in.desc.ConfigFile)
+		in.cfgFrom = fmt.Sprintf("%s, copied from %s by the prolog", nodedesc.Path, in.desc.ConfigFile)
 	} else {
-		cfg, err := config.Load(f.ConfigPath)
-		if err != nil {
-			in.cfgErr = err
-			cfg = config.Default()
-		}
-		in.srunwrap, in.fabrics, in.cfgFrom = cfg.Srunwrap, cfg.NCCL.Fabrics, cfg.File
+		in.srunwrap = srunconf.Defaults()
+		in.cfgFrom = "built-in settings (no node description from gpuprep-prolog)"
 	}
 	in.allowed, in.job, in.cpuErr = sys.taskCPUs(in.root)
 	in.nodeName = e.Getenv("SLURMD_NODENAME")
@@ -99,9 +95,6 @@ func (in *inputs) problems() []string {
 	}
 	if in.nodeErr != nil {
 		out = append(out, "node: "+in.nodeErr.Error())
-	}
-	if in.cfgErr != nil {
-		out = append(out, in.cfgErr.Error()+" (using the built-in [srunwrap] and [nccl])")
 	}
 	if in.cpuErr != nil {
 		out = append(out, "task CPUs: "+in.cpuErr.Error())

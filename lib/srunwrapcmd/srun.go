@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 )
 
 // srunMain is `srunwrap [flags] --srun [srun args] -- cmd args...`: it
@@ -16,34 +16,34 @@ import (
 //	srun [srun args] /path/to/srunwrap [flags] -- cmd args...
 //
 // The srun arguments are srun's own and are passed as given.
-func srunMain(e cli.Env, sys system, own, rest []string) int {
+func srunMain(e cmdenv.Env, sys system, own, rest []string) int {
 	var f flags
 	fs := f.flagSet(io.Discard)
 	if err := fs.Parse(own); err != nil {
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, fmt.Errorf("%v (see -h)", err))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("%v (see -h)", err))
 	}
 	if fs.NArg() > 0 {
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, fmt.Errorf("unexpected %q before --srun (usage: srunwrap [flags] --srun [srun args] -- cmd args...)", fs.Arg(0)))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("unexpected %q before --srun (usage: srunwrap [flags] --srun [srun args] -- cmd args...)", fs.Arg(0)))
 	}
 	if f.explain || f.taskProlog {
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, errors.New("--srun runs a command: it does not go with --explain or --task-prolog"))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, errors.New("--srun runs a command: it does not go with --explain or --task-prolog"))
 	}
 	sep := slices.Index(rest, "--")
 	if sep < 0 || sep == len(rest)-1 {
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, errors.New("--srun needs -- and a command after the srun arguments (srunwrap --srun -N2 --gpus-per-node=8 -- python train.py)"))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, errors.New("--srun needs -- and a command after the srun arguments (srunwrap --srun -N2 --gpus-per-node=8 -- python train.py)"))
 	}
 	srun, err := sys.lookPath("srun")
 	if err != nil {
-		return cli.Fail(e.Stderr, prog, exitNotFound, fmt.Errorf("--srun: srun: %w", unwrapExec(err)))
+		return cmdenv.Fail(e.Stderr, prog, exitNotFound, fmt.Errorf("--srun: srun: %w", unwrapExec(err)))
 	}
 	self, err := sys.self()
 	if err != nil {
-		return cli.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("--srun: cannot find srunwrap's own path: %w", err))
+		return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("--srun: cannot find srunwrap's own path: %w", err))
 	}
 	argv := append([]string{"srun"}, rest[:sep]...)
 	argv = append(argv, self)
 	argv = append(argv, own...)
 	argv = append(argv, rest[sep:]...)
 	err = sys.exec(srun, argv, sys.environ())
-	return cli.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", srun, err))
+	return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", srun, err))
 }

@@ -13,8 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"gpuprep/lib/cli"
-	"gpuprep/lib/config"
+	"gpuprep/lib/cmdenv"
 )
 
 const prog = "srunwrap"
@@ -35,11 +34,19 @@ unless [srunwrap.checks] says refuse (exit 1, nothing runs).
 variables and where each came from) and runs nothing; outside a Slurm step
 --tasks N ranks over every GPU of the node. --srun runs srun with srunwrap
 inserted before the command. --task-prolog prints export lines for a Slurm
-TaskProlog, for sites that set NCCL variables without wrapping.`
+TaskProlog, for sites that set NCCL variables without wrapping.
+
+srunwrap takes its settings ([srunwrap] and [[nccl.fabric]] of
+/etc/gpuprep/gpuprep.toml) from the node description gpuprep-prolog writes
+to /run/gpuprep, so that a rank reads one small file: no TOML, no sysfs
+walk, no NVML. Without the description it reads the node from sysfs and
+uses the built-in settings.`
 
 // flags are srunwrap's own flags.
 type flags struct {
-	cli.Common
+	root       string
+	json       bool
+	version    bool
 	explain    bool
 	srun       bool
 	taskProlog bool
@@ -49,20 +56,20 @@ type flags struct {
 }
 
 // Main is srunwrap; it returns the exit code when it does not exec.
-func Main(e cli.Env) int { return run(e, osSystem()) }
+func Main(e cmdenv.Env) int { return run(e, osSystem()) }
 
-func run(e cli.Env, sys system) int {
+func run(e cmdenv.Env, sys system) int {
 	// --srun takes srun's own flags, which srunwrap's parser must not see.
 	if i := slices.Index(e.Args, "--srun"); i >= 0 && !slices.Contains(e.Args[:i], "--") {
 		return srunMain(e, sys, e.Args[:i], e.Args[i+1:])
 	}
 	var f flags
 	fs := f.flagSet(e.Stderr)
-	if done, code := cli.Parse(fs, &f.Common, e.Args, e.Stdout); done {
+	if done, code := cmdenv.Parse(fs, &f.version, e.Args, e.Stdout); done {
 		return code
 	}
 	if f.tasks < 0 || f.tasks > 4096 {
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, fmt.Errorf("--tasks %d: want 1..4096", f.tasks))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("--tasks %d: want 1..4096", f.tasks))
 	}
 	g := gather(e, f, sys)
 	switch {
@@ -73,7 +80,7 @@ func run(e cli.Env, sys system) int {
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, fmt.Errorf("no command to run (usage: srunwrap [flags] [--] cmd args...)"))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("no command to run (usage: srunwrap [flags] [--] cmd args...)"))
 	}
 	return taskMain(e, f, g, sys, argv)
 }
@@ -81,18 +88,16 @@ func run(e cli.Env, sys system) int {
 // flagSet registers srunwrap's flags on a new flag set. The first
 // argument that is not a flag starts the command.
 func (f *flags) flagSet(stderr io.Writer) *pflag.FlagSet {
-	fs := cli.NewFlagSet(prog, synopsis, stderr)
-	fs.StringVar(&f.ConfigPath, "config", config.DefaultPath, "configuration file; by default srunwrap takes [srunwrap] and [nccl] from the node description the prolog wrote, else from this file")
-	fs.StringVar(&f.Root, "root", "/", "directory standing for the node's / (a fixture root in tests)")
+	fs := cmdenv.NewFlagSet(prog, synopsis, stderr)
+	fs.StringVar(&f.root, "root", "/", "directory standing for the node's / (a fixture root in tests)")
 	fs.BoolVar(&f.explain, "explain", false, "print every local rank's plan and run nothing")
 	fs.IntVar(&f.tasks, "tasks", 0, "with --explain outside a Slurm step: plan this many ranks over every GPU (default: one per GPU)")
 	fs.BoolVar(&f.taskProlog, "task-prolog", false, "print export lines for a Slurm TaskProlog (NCCL variables, CUDA_VISIBLE_DEVICES) and run nothing")
 	fs.Bool("srun", false, "srunwrap [flags] --srun [srun args] -- cmd: run srun with srunwrap [flags] inserted before cmd")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no warnings (refusals still print)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each rank's GPU, CPUs, memory and NCCL_IB_HCA on stderr before running")
-	fs.BoolVar(&f.JSON, "json", false, "with --explain: print JSON")
-	fs.StringVar(&f.LogLevel, "log-level", "", "debug|info|warn|error")
-	fs.BoolVar(&f.Version, "version", false, "print the version and exit")
+	fs.BoolVar(&f.json, "json", false, "with --explain: print JSON")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.SetInterspersed(false)
 	return fs
 }

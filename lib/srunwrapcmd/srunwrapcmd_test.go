@@ -11,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/bind"
-	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -94,7 +96,7 @@ func rankEnv(i, n int) []string {
 func runWrap(t *testing.T, f *fakeOS, environ []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := cli.Env{Args: args, Getenv: func(k string) string { return envOf(environ, k) }, Stdout: &out, Stderr: &errb}
+	e := cmdenv.Env{Args: args, Getenv: func(k string) string { return envOf(environ, k) }, Stdout: &out, Stderr: &errb}
 	code = run(e, f.system(environ))
 	return code, out.String(), errb.String()
 }
@@ -143,7 +145,7 @@ func TestEightRanks(t *testing.T) {
 			t.Errorf("rank %d: CPUs %s: want 14 whole cores of NUMA node %d, apart from %s", i, p.CPUs, node, seen)
 		}
 		seen = seen.Union(p.CPUs)
-		if len(p.MemNodes) != 1 || p.MemNodes[0] != node || p.MemPolicy != config.MemBind {
+		if len(p.MemNodes) != 1 || p.MemNodes[0] != node || p.MemPolicy != srunconf.MemBind {
 			t.Errorf("rank %d: memory %s %v, want bind %d", i, p.MemPolicy, p.MemNodes, node)
 		}
 		if w := warnings(stderr); len(w) > 0 {
@@ -156,12 +158,11 @@ func TestEightRanks(t *testing.T) {
 // reason on stderr. The same finding with the default (warn) runs it.
 func TestRefuse(t *testing.T) {
 	root, all := dgxh100(t)
-	cfg := filepath.Join(t.TempDir(), "gpuprep.toml")
-	os.WriteFile(cfg, []byte("[srunwrap.checks]\nnccl_env = \"refuse\"\n"), 0o644)
+	refusing := descRoot(t, "[srunwrap.checks]\nnccl_env = \"refuse\"\n")
 	env := append(rankEnv(2, 8), "NCCL_P2P_DISABLE=1")
 	f := &fakeOS{allowed: all, job: all}
-	code, _, stderr := runWrap(t, f, env, "--root", root, "--config", cfg, "--", "python")
-	if code != cli.ExitMismatch || f.execCalls != 0 || !strings.Contains(stderr, "NCCL_P2P_DISABLE=1") || !strings.Contains(stderr, "not running python") {
+	code, _, stderr := runWrap(t, f, env, "--root", refusing, "--", "python")
+	if code != cmdenv.ExitMismatch || f.execCalls != 0 || !strings.Contains(stderr, "NCCL_P2P_DISABLE=1") || !strings.Contains(stderr, "not running python") {
 		t.Errorf("refuse: exit %d, exec calls %d, stderr %q", code, f.execCalls, stderr)
 	}
 	f = &fakeOS{allowed: all, job: all}
@@ -220,10 +221,10 @@ func TestExitCodes(t *testing.T) {
 	if code, _, stderr := runWrap(t, f, rankEnv(0, 8), "--root", root, "--", "missing-cmd"); code != exitNotFound || !strings.Contains(stderr, "missing-cmd") {
 		t.Errorf("missing command: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, stderr := runWrap(t, f, rankEnv(0, 8), "--root", root); code != cli.ExitBadInput || !strings.Contains(stderr, "no command") {
+	if code, _, stderr := runWrap(t, f, rankEnv(0, 8), "--root", root); code != cmdenv.ExitBadInput || !strings.Contains(stderr, "no command") {
 		t.Errorf("no command: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, stderr := runWrap(t, f, rankEnv(0, 8), "--no-such-flag", "--", "python"); code != cli.ExitBadInput || strings.Count(stderr, "\n") != 1 {
+	if code, _, stderr := runWrap(t, f, rankEnv(0, 8), "--no-such-flag", "--", "python"); code != cmdenv.ExitBadInput || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("bad flag: exit %d, stderr %q", code, stderr)
 	}
 	// The command's own flags are the command's.
@@ -238,8 +239,8 @@ func TestExitCodes(t *testing.T) {
 // inserted before the command.
 func TestSrun(t *testing.T) {
 	f := &fakeOS{}
-	code, _, stderr := runWrap(t, f, []string{"PATH=/usr/bin"}, "-v", "--config", "/etc/x.toml", "--srun", "-N2", "--gpus-per-node=8", "--", "python", "train.py")
-	want := "srun -N2 --gpus-per-node=8 /opt/gpuprep/bin/srunwrap -v --config /etc/x.toml -- python train.py"
+	code, _, stderr := runWrap(t, f, []string{"PATH=/usr/bin"}, "-v", "--root", "/x", "--srun", "-N2", "--gpus-per-node=8", "--", "python", "train.py")
+	want := "srun -N2 --gpus-per-node=8 /opt/gpuprep/bin/srunwrap -v --root /x -- python train.py"
 	if f.execCalls != 1 || f.execPath != "/usr/bin/srun" || strings.Join(f.execArgv, " ") != want {
 		t.Errorf("exit %d: exec %s %q, want %q; stderr %q", code, f.execPath, f.execArgv, want, stderr)
 	}
@@ -250,7 +251,7 @@ func TestSrun(t *testing.T) {
 		{"--bogus", "--srun", "--", "x"},
 	} {
 		f := &fakeOS{}
-		if code, _, stderr := runWrap(t, f, nil, args...); code != cli.ExitBadInput || f.execCalls != 0 || strings.Count(stderr, "\n") != 1 {
+		if code, _, stderr := runWrap(t, f, nil, args...); code != cmdenv.ExitBadInput || f.execCalls != 0 || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%q: exit %d, exec calls %d, stderr %q", args, code, f.execCalls, stderr)
 		}
 	}
@@ -316,30 +317,40 @@ func TestTaskProlog(t *testing.T) {
 	}
 }
 
-// With the node description the prolog writes, a rank reads no sysfs and
-// no TOML: the description's [nccl] fabrics apply. Local rank 0 prints the
-// prolog's notices for the job, the other ranks do not.
-func TestDescriptionAndNotices(t *testing.T) {
-	_, all := dgxh100(t)
+// descRoot is a root holding only what the prolog writes for srunwrap:
+// /run/gpuprep/node-description.json for the dgxh100 node and the config
+// text given, and the boot id. It has no sysfs: a rank that walked it
+// would find no GPU.
+func descRoot(t *testing.T, cfgText string) string {
+	t.Helper()
 	shared := testroot.Unpack(t, "dgxh100")
 	bootID := "6c3a3a46-0d7f-4a55-b2bd-2a4b6a4c6d2e\n"
 	os.MkdirAll(filepath.Join(shared, "proc/sys/kernel/random"), 0o755)
 	os.WriteFile(filepath.Join(shared, "proc/sys/kernel/random/boot_id"), []byte(bootID), 0o644)
-	cfg, err := config.Parse("site.toml", []byte("[[nccl.fabric]]\nname = \"ib\"\nenv = { NCCL_IB_QPS_PER_CONNECTION = \"4\" }\n"))
+	cfg, err := config.Parse("site.toml", []byte(cfgText))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := nodedesc.Build(host.NewRoot(shared), gpu.OpenProcfs(host.NewRoot(shared)), cfg, "test")
+	set := nodedesc.Settings{Srunwrap: cfg.Srunwrap, NCCL: cfg.NCCL, ConfigFile: cfg.File}
+	d, err := nodedesc.Build(host.NewRoot(shared), gpu.OpenProcfs(host.NewRoot(shared)), set, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A root holding only /run/gpuprep and the boot id: no sysfs to walk.
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "proc/sys/kernel/random"), 0o755)
 	os.WriteFile(filepath.Join(root, "proc/sys/kernel/random/boot_id"), []byte(bootID), 0o644)
 	if err := nodedesc.Write(host.NewRoot(root), d); err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+// With the node description the prolog writes, a rank reads no sysfs and
+// no TOML: the description's [nccl] fabrics apply. Local rank 0 prints the
+// prolog's notices for the job, the other ranks do not.
+func TestDescriptionAndNotices(t *testing.T) {
+	_, all := dgxh100(t)
+	root := descRoot(t, "[[nccl.fabric]]\nname = \"ib\"\nenv = { NCCL_IB_QPS_PER_CONNECTION = \"4\" }\n")
 	if err := nodedesc.WriteNotice(host.NewRoot(root), nodedesc.Notice{Job: 77, Messages: []string{"profile \"benchmark\" is not allowed: running \"default\""}}); err != nil {
 		t.Fatal(err)
 	}

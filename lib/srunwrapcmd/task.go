@@ -9,9 +9,10 @@ import (
 	"runtime"
 	"strings"
 
+	"gpuprep/lib/srunconf"
+
 	"gpuprep/lib/bind"
-	"gpuprep/lib/cli"
-	"gpuprep/lib/config"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/nccl"
 	"gpuprep/lib/nodedesc"
 	"gpuprep/lib/plural"
@@ -25,7 +26,7 @@ const (
 
 // taskMain runs one task: plan, set the environment, check, bind, exec.
 // It returns only when the command does not run.
-func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
+func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int {
 	env := newEnvList(sys.environ())
 	// Messages about the node and the job are the same in every rank:
 	// local rank 0 prints them (every rank when the rank is unknown).
@@ -66,7 +67,7 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 		memlock = ^uint64(0) // unknown: not reported
 	}
 	for _, fd := range nccl.Check(in.root, env.get, memlock) {
-		if first || in.srunwrap.SrunwrapCheck(fd.Check) == config.CheckRefuse {
+		if first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse {
 			d.check(fd.Check, fd.Msg)
 		}
 	}
@@ -75,7 +76,7 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 	}
 	if d.refused {
 		fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
-		return cli.ExitMismatch
+		return cmdenv.ExitMismatch
 	}
 	path, err := sys.lookPath(argv[0])
 	if err != nil {
@@ -83,7 +84,7 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = exitNotFound
 		}
-		return cli.Fail(e.Stderr, prog, code, fmt.Errorf("%s: %w", quoteArg(argv[0]), unwrapExec(err)))
+		return cmdenv.Fail(e.Stderr, prog, code, fmt.Errorf("%s: %w", quoteArg(argv[0]), unwrapExec(err)))
 	}
 	// Affinity and memory policy are per thread: bind this one and exec
 	// from it.
@@ -98,12 +99,12 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 		}
 		if d.refused {
 			fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
-			return cli.ExitMismatch
+			return cmdenv.ExitMismatch
 		}
 	}
 	err = sys.exec(path, argv, env.list())
 	runtime.UnlockOSThread()
-	return cli.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", path, err))
+	return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", path, err))
 }
 
 // decider applies [srunwrap.checks] to each problem found: off drops it,
@@ -111,16 +112,16 @@ func taskMain(e cli.Env, f flags, in *inputs, sys system, argv []string) int {
 type decider struct {
 	w       io.Writer
 	quiet   bool
-	cfg     config.SrunwrapSection
+	cfg     srunconf.SrunwrapSection
 	rank    string
 	refused bool
 }
 
 func (d *decider) check(check, msg string) {
 	switch d.cfg.SrunwrapCheck(check) {
-	case config.CheckOff:
+	case srunconf.CheckOff:
 		return
-	case config.CheckRefuse:
+	case srunconf.CheckRefuse:
 		d.refused = true
 		fmt.Fprintf(d.w, "%s: %s%s (check %s: refuse)\n", prog, prefix(d.rank), msg, check)
 		return
@@ -175,7 +176,7 @@ func summary(p bind.Plan, getenv func(string) string) string {
 	} else {
 		fmt.Fprintf(&b, ", CPUs %s", p.CPUs)
 	}
-	if p.MemNodes == nil || p.MemPolicy == config.MemOff {
+	if p.MemNodes == nil || p.MemPolicy == srunconf.MemOff {
 		b.WriteString(", memory unchanged")
 	} else {
 		fmt.Fprintf(&b, ", memory %s %s", p.MemPolicy, joinInts(p.MemNodes))

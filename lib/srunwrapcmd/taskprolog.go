@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"gpuprep/lib/bind"
-	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/nccl"
 )
 
@@ -16,12 +16,12 @@ import (
 // set the task's CPUs or memory policy (it is another process), so those
 // stay Slurm's (--cpu-bind, --mem-bind). Warnings go to stderr, which
 // slurmstepd logs.
-func taskPrologMain(e cli.Env, f flags, in *inputs) int {
+func taskPrologMain(e cmdenv.Env, f flags, in *inputs) int {
 	if in.taskErr != nil || in.node == nil {
 		for _, p := range in.problems() {
 			warnf(e.Stderr, f.quiet, "%s", p)
 		}
-		return cli.ExitOK // nothing to export; the task runs as it is
+		return cmdenv.ExitOK // nothing to export; the task runs as it is
 	}
 	p := bind.PlanRank(in.bindInput(), in.task.LocalID)
 	for _, w := range p.Warnings {
@@ -45,8 +45,8 @@ func taskPrologMain(e cli.Env, f flags, in *inputs) int {
 	out, err := nccl.TaskPrologLines(vars)
 	if err != nil {
 		var msg = err.Error()
-		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, errors.New(msg))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, errors.New(msg))
 	}
 	fmt.Fprint(e.Stdout, out)
-	return cli.ExitOK
+	return cmdenv.ExitOK
 }

@@ -1,4 +1,4 @@
-package health
+package nccl
 
 import (
 	"bytes"
@@ -8,10 +8,10 @@ import (
 	"gpuprep/lib/host"
 )
 
-// CheckNCCLTopo reads the NCCL topology file at p (through the root) and
+// CheckTopoFile reads the NCCL topology file at p (through the root) and
 // parses it: XML whose root element is <system>, as NCCL_TOPO_FILE wants.
 // It returns the number of CPUs (<cpu>) it describes.
-func CheckNCCLTopo(r host.Root, p string) (cpus int, err error) {
+func CheckTopoFile(r host.Root, p string) (cpus int, err error) {
 	b, err := r.ReadFile(p)
 	if err != nil {
 		return 0, err
