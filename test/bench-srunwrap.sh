@@ -28,7 +28,7 @@ printf '[general]\nlog_file = ""\nmetrics_dir = ""\n' > "$work/g.toml"
 # One prolog writes the node description (/run/gpuprep under the root).
 SLURM_JOB_ID=1 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1,2,3,4,5,6,7 \
   "$BIN/gpuprep-prolog" --root "$root" --gpu-backend mock:dgxh100 --config "$work/g.toml" --state-dir "$work/spool" >/dev/null
-test -s "$root/run/gpuprep/node-description.json"
+test -s "$root/run/gpuprep/node-description"
 nodesc=$work/nodesc
 cp -a "$root" "$nodesc" && rm -rf "$nodesc/run/gpuprep"
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/execwrap" ./test/execwrap

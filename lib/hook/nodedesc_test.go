@@ -131,7 +131,7 @@ func TestPrologNotices(t *testing.T) {
 	if len(out.Notices) != 0 {
 		t.Errorf("notices for a plain job: %q", out.Notices)
 	}
-	if _, err := os.Stat(r.Path(nodedesc.NoticeDir + "/6.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.Path(nodedesc.NoticeDir + "/6")); !os.IsNotExist(err) {
 		t.Errorf("notice file for a job with nothing to say: %v", err)
 	}
 }

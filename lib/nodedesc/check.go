@@ -1,7 +1,7 @@
 package nodedesc
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,9 +37,9 @@ func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Devic
 	switch {
 	case old.ConfigFile != set.ConfigFile:
 		return true, fmt.Sprintf("config file %s, now %s", old.ConfigFile, set.ConfigFile)
-	case !sameJSON(old.Srunwrap, set.Srunwrap):
+	case !sameSettings(&Description{Srunwrap: old.Srunwrap}, &Description{Srunwrap: set.Srunwrap}):
 		return true, "[srunwrap] changed"
-	case !sameJSON(old.NCCL, set.NCCL):
+	case !sameSettings(&Description{NCCL: old.NCCL}, &Description{NCCL: set.NCCL}):
 		return true, "[nccl] changed"
 	}
 	return false, ""
@@ -74,10 +74,12 @@ func instances(ms []gpu.MIGDevice) [][2]int {
 	return out
 }
 
-// sameJSON says whether a and b encode alike: a section read back from the
-// description compares equal to the one it was written from.
-func sameJSON(a, b any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(x) == string(y)
+// sameSettings says whether a and b's settings are written alike: a
+// section read back from the file compares equal to the one it was
+// written from (an empty list and none are the same there).
+func sameSettings(a, b *Description) bool {
+	var x, y lineWriter
+	encodeSettings(&x, a)
+	encodeSettings(&y, b)
+	return bytes.Equal(x.b.Bytes(), y.b.Bytes())
 }

@@ -1,7 +1,6 @@
 package nodedesc
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
 
@@ -15,16 +14,13 @@ import (
 // replaced atomically. A symlink at /run/gpuprep or at the file is refused
 // with an error naming it.
 func Write(r host.Root, d *Description) error {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("node description: %w", err)
-	}
+	data := encode(d)
 	fd, err := openDir(r, runDir, true)
 	if err != nil {
 		return fmt.Errorf("node description: %w", err)
 	}
 	defer unix.Close(fd)
-	if err := writeAt(fd, r.Path(runDir), path.Base(Path), append(data, '\n')); err != nil {
+	if err := writeAt(fd, r.Path(runDir), path.Base(Path), data); err != nil {
 		return fmt.Errorf("node description: %w", err)
 	}
 	return nil
@@ -42,16 +38,9 @@ func Load(r host.Root) (*Description, error) {
 		return nil, err
 	}
 	full := r.Path(Path)
-	d := &Description{}
-	if err := json.Unmarshal(data, d); err != nil {
-		// Another format version may not fit this one's types.
-		var v struct {
-			Version int `json:"version"`
-		}
-		if json.Unmarshal(data, &v) == nil && v.Version != Version && v.Version != 0 {
-			return nil, fmt.Errorf("%s: %w: format version %d, this srunwrap reads %d", full, ErrStale, v.Version, Version)
-		}
-		return nil, fmt.Errorf("%s: not a node description: %w", full, err)
+	d, err := decode(full, data)
+	if err != nil {
+		return nil, err
 	}
 	if d.Version != Version {
 		return nil, fmt.Errorf("%s: %w: format version %d, this srunwrap reads %d", full, ErrStale, d.Version, Version)

@@ -1,8 +1,8 @@
 // Package nodedesc is the node description the prolog writes for srunwrap:
 // the node's layout (GPUs with bus id, UUID, MIG devices, minor, NUMA node
 // and local CPUs; NUMA distances; cores; HCAs with their PCI place, ports
-// and net devices) and the config sections srunwrap uses, in one JSON file,
-// /run/gpuprep/node-description.json, tagged with the boot id.
+// and net devices) and the config sections srunwrap uses, in one text file,
+// /run/gpuprep/node-description, tagged with the boot id (format.go).
 //
 // srunwrap runs once per rank and must cost about a bare exec: it reads
 // this one file (ForTask) instead of walking sysfs or loading NVML, and
@@ -29,14 +29,14 @@ import (
 )
 
 // Path is where the description lives, a node path under a host.Root.
-const Path = "/run/gpuprep/node-description.json"
+const Path = "/run/gpuprep/node-description"
 
 // NoticeDir holds the per-job notices, <jobid>.json each.
 const NoticeDir = "/run/gpuprep/jobs"
 
 // Version is the description's format version; a file of another version
-// is stale.
-const Version = 1
+// is stale. 1 was JSON.
+const Version = 2
 
 // runDir is the directory of Path and NoticeDir's parent.
 const runDir = "/run/gpuprep"
@@ -93,10 +93,11 @@ func Build(r host.Root, b gpu.Backend, set Settings, version string) (*Descripti
 	if err := fillMIGUUIDs(n, b); err != nil {
 		return nil, fmt.Errorf("node description: %w", err)
 	}
-	// Node is what the file keeps of it, so that the prolog compares and
-	// srunwrap reads the same thing.
-	return &Description{Version: Version, BootID: boot, Gpuprep: version, Written: time.Now().UTC(), Node: toLayout(*n).node(),
-		Srunwrap: set.Srunwrap, NCCL: set.NCCL, ConfigFile: set.ConfigFile}, nil
+	d := &Description{Version: Version, BootID: boot, Gpuprep: version, Written: time.Now().UTC(), Node: *n,
+		Srunwrap: set.Srunwrap, NCCL: set.NCCL, ConfigFile: set.ConfigFile}
+	// What the file keeps of it, so that the prolog compares and srunwrap
+	// reads the same thing.
+	return decode(Path, encode(d))
 }
 
 // fillMIGUUIDs reads the MIG devices of each GPU whose devices lack a UUID

@@ -238,11 +238,11 @@ func TestLoadRefusesWhatCannotBeTrusted(t *testing.T) {
 	}
 	setBoot(t, r.Dir(), bootA)
 
-	writeRaw(t, r, `{"version":2,"boot_id":"`+bootA+`","node":{"gpus":"a new shape"}}`)
-	if _, err := Load(r); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "format version 2") {
+	writeRaw(t, r, "gpuprep-node-description 3\nboot_id "+bootA+"\ngpus in a new shape\n")
+	if _, err := Load(r); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "format version 3") {
 		t.Errorf("other version: %v", err)
 	}
-	writeRaw(t, r, `{"version":1,"boot_id":`)
+	writeRaw(t, r, "gpuprep-node-description 2\nboot_id "+bootA+"\nnuma zero - -\n")
 	_, err := Load(r)
 	if err == nil || errors.Is(err, ErrStale) || errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), r.Path(Path)) {
 		t.Errorf("garbage: %v", err)
@@ -331,15 +331,11 @@ func TestNeedsWrite(t *testing.T) {
 			d.Node.GPUs = append(d.Node.GPUs, topo.GPU{Device: g})
 		}
 		// What Write and Load make of it.
-		b, err := json.Marshal(d)
+		back, err := decode(Path, encode(d))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Description
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
-		return &back
+		return back
 	}
 	if need, why := NeedsWrite(fresh(), nil, bootA, devs, settingsOf(cfg), "1.0"); need {
 		t.Fatalf("current description: rewrite because %s", why)

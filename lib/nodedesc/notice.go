@@ -1,11 +1,11 @@
 package nodedesc
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -22,9 +22,11 @@ type Notice struct {
 }
 
 // noticeName is the file name of job's notice in NoticeDir.
-func noticeName(job uint64) string { return strconv.FormatUint(job, 10) + ".json" }
+func noticeName(job uint64) string { return strconv.FormatUint(job, 10) }
 
-// WriteNotice stores n at NoticeDir/<job>.json under r, 0644, atomically,
+// The notice file is text: "job <id>", then one message per line.
+
+// WriteNotice stores n at NoticeDir/<job> under r, 0644, atomically,
 // never through a symlink (as Write). A notice without messages removes any
 // earlier file of the job instead (a requeued job that now has nothing to
 // say).
@@ -32,16 +34,18 @@ func WriteNotice(r host.Root, n Notice) error {
 	if len(n.Messages) == 0 {
 		return RemoveNotice(r, n.Job)
 	}
-	data, err := json.Marshal(n)
-	if err != nil {
-		return fmt.Errorf("job notice: %w", err)
+	var w lineWriter
+	w.line("job", strconv.FormatUint(n.Job, 10))
+	for _, m := range n.Messages {
+		w.b.WriteString(strings.ReplaceAll(m, "\n", " ") + "\n")
 	}
+	data := w.b.Bytes()
 	fd, err := openDir(r, NoticeDir, true)
 	if err != nil {
 		return fmt.Errorf("job notice: %w", err)
 	}
 	defer unix.Close(fd)
-	if err := writeAt(fd, r.Path(NoticeDir), noticeName(n.Job), append(data, '\n')); err != nil {
+	if err := writeAt(fd, r.Path(NoticeDir), noticeName(n.Job), data); err != nil {
 		return fmt.Errorf("job notice: %w", err)
 	}
 	return nil
@@ -59,14 +63,11 @@ func LoadNotice(r host.Root, job uint64) (Notice, error) {
 	if err != nil {
 		return Notice{}, fmt.Errorf("job notice: %w", err)
 	}
-	var n Notice
-	if err := json.Unmarshal(data, &n); err != nil {
-		return Notice{}, fmt.Errorf("job notice: %s: %w", r.Path(p), err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if lines[0] != "job "+strconv.FormatUint(job, 10) {
+		return Notice{}, fmt.Errorf("job notice: %s: first line %q, want \"job %d\"", r.Path(p), clip(lines[0]), job)
 	}
-	if n.Job != job {
-		return Notice{}, fmt.Errorf("job notice: %s: names job %d", r.Path(p), n.Job)
-	}
-	return n, nil
+	return Notice{Job: job, Messages: lines[1:]}, nil
 }
 
 // RemoveNotice removes job's notice under r; no file (or no directory) is

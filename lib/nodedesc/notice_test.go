@@ -19,7 +19,7 @@ func TestNotices(t *testing.T) {
 	if err := WriteNotice(r, want); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(r.Path(NoticeDir + "/9.json"))
+	fi, err := os.Stat(r.Path(NoticeDir + "/9"))
 	if err != nil || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("notice file: %v, %v", fi, err)
 	}
@@ -33,7 +33,7 @@ func TestNotices(t *testing.T) {
 	if err := WriteNotice(r, Notice{Job: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(r.Path(NoticeDir + "/9.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(r.Path(NoticeDir + "/9")); !os.IsNotExist(err) {
 		t.Errorf("empty notice left a file: %v", err)
 	}
 	for range 2 {
@@ -42,10 +42,10 @@ func TestNotices(t *testing.T) {
 		}
 	}
 	// A file naming another job is not this job's notice.
-	if err := os.WriteFile(r.Path(NoticeDir+"/11.json"), []byte(`{"job":12,"messages":["x"]}`), 0o644); err != nil {
+	if err := os.WriteFile(r.Path(NoticeDir+"/11"), []byte("job 12\nx\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadNotice(r, 11); err == nil || !strings.Contains(err.Error(), "11.json") {
+	if _, err := LoadNotice(r, 11); err == nil || !strings.Contains(err.Error(), "jobs/11") {
 		t.Errorf("mismatched job: %v", err)
 	}
 }

@@ -29,8 +29,11 @@ func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err e
 	}
 	// The same shape as from the description: the planner sees the
 	// same facts either way.
-	node2 := toLayout(*n).node()
-	return &node2, nil, source, nil
+	kept, err := decode("sysfs", encode(&Description{Version: Version, Node: *n}))
+	if err != nil {
+		return nil, nil, source, err
+	}
+	return &kept.Node, nil, source, nil
 }
 
 // whyNot says in a few words why the description is not used.

@@ -101,3 +101,13 @@ func (in *inputs) problems() []string {
 	}
 	return out
 }
+
+// refuses says whether any runtime check is set to refuse.
+func (in *inputs) refuses() bool {
+	for _, a := range in.srunwrap.Checks {
+		if a == srunconf.CheckRefuse {
+			return true
+		}
+	}
+	return false
+}

@@ -62,13 +62,18 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 			fmt.Fprintf(e.Stderr, "%s: %s%s\n", prog, prefix(rank), summary(p, env.get))
 		}
 	}
-	memlock, err := sys.memlock()
-	if err != nil {
-		memlock = ^uint64(0) // unknown: not reported
-	}
-	for _, fd := range nccl.Check(in.root, env.get, memlock) {
-		if first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse {
-			d.check(fd.Check, fd.Msg)
+	// The runtime checks look at what every rank shares (the mount
+	// namespace, the inherited environment, the memlock limit): local rank
+	// 0 reports them. The other ranks run them only to refuse.
+	if first || in.refuses() {
+		memlock, err := sys.memlock()
+		if err != nil {
+			memlock = ^uint64(0) // unknown: not reported
+		}
+		for _, fd := range nccl.Check(in.root, env.get, memlock) {
+			if first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse {
+				d.check(fd.Check, fd.Msg)
+			}
 		}
 	}
 	if first && in.taskErr == nil && in.task.JobID != 0 {

@@ -1,0 +1,165 @@
+package nodedesc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gpuprep/lib/cpuset"
+)
+
+// lineWriter writes "key field field ..." lines: a field that is empty or
+// holds a space, a quote, a backslash or a character that is not printable
+// ASCII is written Go-quoted, any other bare.
+type lineWriter struct{ b bytes.Buffer }
+
+func (w *lineWriter) line(fields ...string) {
+	for i, f := range fields {
+		if i > 0 {
+			w.b.WriteByte(' ')
+		}
+		if needsQuote(f) {
+			w.b.WriteString(strconv.Quote(f))
+		} else {
+			w.b.WriteString(f)
+		}
+	}
+	w.b.WriteByte('\n')
+}
+
+func needsQuote(s string) bool {
+	if s == "" {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// fields splits a line into its fields, unquoting quoted ones.
+func fields(line string) ([]string, error) {
+	var out []string
+	for line != "" {
+		if line[0] == ' ' {
+			line = line[1:]
+			continue
+		}
+		if line[0] == '"' {
+			q, err := strconv.QuotedPrefix(line)
+			if err != nil {
+				return nil, fmt.Errorf("bad quoted field %s", clip(line))
+			}
+			v, _ := strconv.Unquote(q)
+			out = append(out, v)
+			line = line[len(q):]
+			if line != "" && line[0] != ' ' {
+				return nil, fmt.Errorf("no space after quoted field %s", clip(q))
+			}
+			continue
+		}
+		end := strings.IndexByte(line, ' ')
+		if end < 0 {
+			end = len(line)
+		}
+		out = append(out, line[:end])
+		line = line[end:]
+	}
+	if len(out) == 0 {
+		return nil, errors.New("blank line")
+	}
+	return out, nil
+}
+
+// set, ints and list write a CPU set, numbers and words, "-" when empty.
+func set(s cpuset.Set) string {
+	if s.IsEmpty() {
+		return "-"
+	}
+	return s.String()
+}
+
+func ints(xs []int) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	return strings.Join(xs, ",")
+}
+
+// parser reads fields of one file; the first bad field is its err.
+type parser struct {
+	name string
+	ln   int
+	err  error
+}
+
+func (p *parser) errorf(format string, a ...any) error {
+	return fmt.Errorf("%s:%d: %s", p.name, p.ln, fmt.Sprintf(format, a...))
+}
+
+func (p *parser) fail(what, s string) {
+	if p.err == nil {
+		p.err = p.errorf("%q is not %s", clip(s), what)
+	}
+}
+
+func (p *parser) int(s string) int {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		p.fail("a number", s)
+	}
+	return v
+}
+
+func (p *parser) set(s string) cpuset.Set {
+	if s == "-" {
+		return cpuset.New()
+	}
+	v, err := cpuset.Parse(s)
+	if err != nil {
+		p.fail("a CPU list", s)
+	}
+	return v
+}
+
+func (p *parser) ints(s string) []int {
+	if s == "-" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]int, len(parts))
+	for i, x := range parts {
+		out[i] = p.int(x)
+	}
+	return out
+}
+
+func (p *parser) list(s string) []string {
+	if s == "-" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}
