@@ -95,19 +95,48 @@ func parseProbes(t *testing.T, out string) []probeOut {
 // code and a scancel reach the command.
 func TestSrunwrapInSlurm(t *testing.T) {
 	root, online := thisMachineRoot(t)
+	// The prolog tags the node description with the boot id.
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "proc/sys/kernel/random"), 0o755)
+	os.WriteFile(filepath.Join(root, "proc/sys/kernel/random/boot_id"), boot, 0o644)
 	devDir := t.TempDir()
 	slurmharness.MakeDevices(t, devDir, []int{0, 1})
 	cfg := filepath.Join(t.TempDir(), "gpuprep.toml")
-	if err := os.WriteFile(cfg, []byte("[[nccl.fabric]]\nname = \"test\"\nenv = { NCCL_IB_QPS_PER_CONNECTION = \"4\" }\n"), 0o644); err != nil {
+	spool := filepath.Join(t.TempDir(), "spool")
+	// The prolog copies [srunwrap] and [nccl] into the node description;
+	// its profile sets nothing this simulated node lacks.
+	conf := `[general]
+log_file = ""
+metrics_dir = ""
+[health]
+prolog = false
+epilog = false
+[profiles.default]
+kernel_numa_balancing = 0
+[[nccl.fabric]]
+name = "test"
+env = { NCCL_IB_QPS_PER_CONNECTION = "4" }
+`
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	args := " --root " + root + " --gpu-backend procfs --config " + cfg + " --state-dir " + spool + ` "$@"`
 	c := slurmharness.Start(t, slurmharness.Options{
 		Gres:     "gpu:2",
 		GresConf: fmt.Sprintf("AutoDetect=off\nName=gpu File=%s/nvidia0\nName=gpu File=%s/nvidia1\n", devDir, devDir),
+		Files: map[string]string{
+			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
+			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
+		},
+		Prolog: "prolog.sh",
+		Epilog: "epilog.sh",
 	})
 	sw := bin(t, "srunwrap")
 	probe := bin(t, "rankprobe")
-	wrap := []string{sw, "--root", root, "--config", cfg}
+	wrap := []string{sw, "--root", root}
 
 	check := func(t *testing.T, ps []probeOut, bound bool) {
 		t.Helper()
@@ -151,10 +180,13 @@ func TestSrunwrapInSlurm(t *testing.T) {
 		args := append([]string{"-n2", "--gres=gpu:2", "--cpu-bind=none"}, wrap...)
 		out := c.MustSrun(append(args, "--", probe)...)
 		check(t, parseProbes(t, out), true)
+		if _, err := os.Stat(filepath.Join(root, "run/gpuprep/node-description")); err != nil {
+			t.Errorf("the prolog wrote no node description: %v", err)
+		}
 	})
 
 	t.Run("srun --srun", func(t *testing.T) {
-		args := append(wrap[1:], "--srun", "-n2", "--gres=gpu:2", "--cpu-bind=none", "--", probe)
+		args := []string{"--root", root, "--srun", "-n2", "--gres=gpu:2", "--cpu-bind=none", "--", probe}
 		out, stderr, err := c.Run(context.Background(), sw, args...)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, stderr)
@@ -210,7 +242,9 @@ func TestSrunwrapInSlurm(t *testing.T) {
 	})
 
 	t.Run("bad input runs the command unbound", func(t *testing.T) {
-		args := append([]string{"-n1", "--export=ALL,CUDA_VISIBLE_DEVICES=GPU-not-on-this-node"}, wrap...)
+		// Slurm sets CUDA_VISIBLE_DEVICES itself: change it between
+		// slurmstepd and srunwrap.
+		args := append([]string{"-n1", "--gres=gpu:1", "/usr/bin/env", "CUDA_VISIBLE_DEVICES=GPU-not-on-this-node"}, wrap...)
 		out, stderr, err := c.Srun(append(args, "--", probe)...)
 		if err != nil {
 			t.Fatalf("%v", err)
