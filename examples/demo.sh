@@ -11,6 +11,9 @@ backend=${DEMO_BACKEND:-mock:$node}
 root=$(mktemp -d /tmp/gpuprep-demo.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 tar xzf "test/roots/$node.tar.gz" -C "$root"
+# The simulated node boots with this machine's boot id (the prolog tags the
+# node description it writes for srunwrap with it).
+mkdir -p "$root/proc/sys/kernel/random" && cat /proc/sys/kernel/random/boot_id > "$root/proc/sys/kernel/random/boot_id"
 gres=("$bin"/gpuprep-gres --root "$root" --gpu-backend "$backend")
 
 # Bold headings only on a terminal, and never with NO_COLOR set (no-color.org).
@@ -117,9 +120,11 @@ echo "cpu0 governor before: $(cat "$gov")"
 echo "cpu0 governor now:    $(cat "$gov")"
 echo "cron.service cpuset.cpus: $(cat "$cg/system.slice/cron.service/cpuset.cpus"); the job's cgroup: untouched"
 
-step "The prolog also wrote the node description srunwrap reads (no sysfs walk, no NVML per rank)" \
-  "ls -l /run/gpuprep/"
-ls -l "$root/run/gpuprep/" | sed 1d | awk '{print $1, $NF}'
+step "The prolog also wrote the node description srunwrap reads: one small file, no sysfs walk and no NVML per rank" \
+  "ls -l /run/gpuprep/node-description; head /run/gpuprep/node-description"
+ls -l "$root/run/gpuprep/node-description" | awk '{print $1, $3, $5, "bytes"}'
+grep -E '^(gpuprep-node|hostname|numa|gpu|gpu_pci|gpu_near|nic|nic_port|srunwrap) ' "$root/run/gpuprep/node-description" | head -12
+echo "..."
 
 step "A user runs 8 ranks on the 8 GPUs: each rank's GPU, CPUs, memory, HCA and NCCL variables, and where each came from" \
   "srunwrap --explain --tasks 8"

@@ -25,7 +25,10 @@ func TestImportLayering(t *testing.T) {
 		"./prolog":     {"gpuprep/internal/"},
 		"./epilog":     {"gpuprep/internal/"},
 		"./gres":       {"gpuprep/internal/"},
-		"./srunwrap":   {"gpuprep/internal/", "github.com/NVIDIA/go-nvml"},
+		// srunwrap runs once per task: no TOML parser, configuration,
+		// GPU backend or logging machinery to start up.
+		"./srunwrap": {"gpuprep/internal/", "github.com/NVIDIA/go-nvml", "github.com/BurntSushi/toml", "gpuprep/lib/config",
+			"gpuprep/lib/cli", "gpuprep/lib/health", "gpuprep/lib/knob", "gpuprep/lib/isolate", "log/syslog", "regexp"},
 	} {
 		cmd := exec.Command("go", "list", "-deps", pkg)
 		cmd.Dir = root
