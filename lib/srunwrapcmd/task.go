@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os/exec"
-	"runtime"
 	"strings"
 
 	"gpuprep/lib/srunconf"
@@ -92,8 +91,7 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 		return cmdenv.Fail(e.Stderr, prog, code, fmt.Errorf("%s: %w", quoteArg(argv[0]), unwrapExec(err)))
 	}
 	// Affinity and memory policy are per thread: bind this one and exec
-	// from it.
-	runtime.LockOSThread()
+	// from it (run locked it to this goroutine).
 	if plan != nil && (!plan.CPUs.IsEmpty() || plan.MemNodes != nil) {
 		_, warns, err := sys.apply(*plan)
 		for _, w := range warns {
@@ -108,7 +106,6 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 		}
 	}
 	err = sys.exec(path, argv, env.list())
-	runtime.UnlockOSThread()
 	return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", path, err))
 }
 
