@@ -87,13 +87,7 @@ type want struct {
 // off the CPUs the plan would have set.
 func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
 	n := in.Node
-	pool := in.JobCPUs
-	if pool.IsEmpty() {
-		pool = in.Allowed
-	}
-	if pool.IsEmpty() {
-		pool = allCPUs(n)
-	}
+	pool := in.pool()
 	narrower := !in.JobCPUs.IsEmpty() && !in.Allowed.IsEmpty() && !in.JobCPUs.IsSubsetOf(in.Allowed)
 	wants := make([]*want, len(plans))
 	eff := make([]cpuset.Set, len(plans))
@@ -290,6 +284,18 @@ func numaByID(n *topo.Node, id int) *topo.NUMANode {
 }
 
 // allCPUs is every CPU of the node description.
+// pool is the CPUs the ranks are placed in: the job's on this node, else
+// the task's allowed CPUs, else every CPU of the node.
+func (in Input) pool() cpuset.Set {
+	switch {
+	case !in.JobCPUs.IsEmpty():
+		return in.JobCPUs
+	case !in.Allowed.IsEmpty():
+		return in.Allowed
+	}
+	return allCPUs(in.Node)
+}
+
 func allCPUs(n *topo.Node) cpuset.Set {
 	s := cpuset.Set{}
 	for _, c := range n.Cores {

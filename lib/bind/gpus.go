@@ -32,8 +32,11 @@ type rank struct {
 // naming the parent) or indices: positions in SLURM_STEP_GPUS when that is
 // set (Slurm renumbers from 0 when cgroups confine devices), else node GPU
 // indexes. Without CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS names node GPU
-// indexes. Anything that matches no GPU is a Warning.
-func visibleGPUs(n *topo.Node, t slurm.Task) ([]visible, *Warning) {
+// indexes. Slurm's indexes (SLURM_STEP_GPUS, and CUDA_VISIBLE_DEVICES
+// when Slurm wrote it) are mapped through in.SlurmGPUs. Anything that
+// matches no GPU is a Warning.
+func visibleGPUs(in Input) ([]visible, *Warning) {
+	n, t := in.Node, in.Task
 	bad := func(format string, a ...any) ([]visible, *Warning) {
 		return nil, &Warning{CheckInput, fmt.Sprintf(format, a...) + ": running unbound"}
 	}
@@ -43,7 +46,7 @@ func visibleGPUs(n *topo.Node, t slurm.Task) ([]visible, *Warning) {
 		}
 		var out []visible
 		for _, i := range t.StepGPUs {
-			g := gpuByIndex(n, i)
+			g := in.slurmGPU(i)
 			if g == nil {
 				return bad("SLURM_STEP_GPUS=%s: GPU %d is not among this node's GPUs (%s)", joinInts(t.StepGPUs), i, gpuIndexes(n))
 			}
@@ -78,7 +81,12 @@ func visibleGPUs(n *topo.Node, t slurm.Task) ([]visible, *Warning) {
 				}
 				i = t.StepGPUs[i]
 			}
-			if v.g = gpuByIndex(n, i); v.g == nil {
+			if len(t.StepGPUs) > 0 {
+				v.g = in.slurmGPU(i) // Slurm's index
+			} else {
+				v.g = gpuByIndex(n, i) // set by hand: the node's
+			}
+			if v.g == nil {
 				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %d is not among this node's GPUs (%s)", cvd, i, gpuIndexes(n))
 			}
 		}
@@ -149,6 +157,23 @@ func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
 		plans[i].GPU = c
 	}
 	return ranks
+}
+
+// slurmGPU is the node's GPU that Slurm numbers i: through SlurmGPUs
+// (gres.conf order) when known, else the GPU with index i (PCI order).
+func (in Input) slurmGPU(i int) *topo.GPU {
+	if in.SlurmGPUs == nil {
+		return gpuByIndex(in.Node, i)
+	}
+	if i < 0 || i >= len(in.SlurmGPUs) {
+		return nil
+	}
+	for k := range in.Node.GPUs {
+		if in.Node.GPUs[k].Minor == in.SlurmGPUs[i] {
+			return &in.Node.GPUs[k]
+		}
+	}
+	return nil
 }
 
 func gpuByIndex(n *topo.Node, i int) *topo.GPU {

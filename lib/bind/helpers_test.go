@@ -102,13 +102,7 @@ func coresOfNode(n *topo.Node, cpus cpuset.Set) []cpuset.Set {
 func checkPlans(t *testing.T, in Input, plans []Plan) {
 	t.Helper()
 	n := in.Node
-	pool := in.JobCPUs
-	if pool.IsEmpty() {
-		pool = in.Allowed
-	}
-	if pool.IsEmpty() {
-		pool = allCPUs(n)
-	}
+	pool := in.pool()
 	sizes := map[int][]int{} // NUMA node -> run sizes in cores
 	for i, p := range plans {
 		if p.LocalID != i {

@@ -26,6 +26,11 @@ type Input struct {
 	// effective cpuset); empty is unknown, taken as Allowed.
 	JobCPUs cpuset.Set
 	Config  srunconf.SrunwrapSection
+	// SlurmGPUs is the /dev/nvidia minor of each of Slurm's GPU indexes
+	// (SLURM_STEP_GPUS numbers GPUs in gres.conf order), as the prolog
+	// read gres.conf; nil when unknown: Slurm's indexes are then taken as
+	// the node's, in PCI bus order (as gpuprep-gres writes gres.conf).
+	SlurmGPUs []int
 }
 
 // Warning is something a rank's user should know. Check is one of
@@ -127,7 +132,7 @@ func planNode(in Input, nranks int) []Plan {
 	if in.Node == nil {
 		return unbound(Warning{CheckInput, "no node description"})
 	}
-	vis, w := visibleGPUs(in.Node, in.Task)
+	vis, w := visibleGPUs(in)
 	if w != nil {
 		return unbound(*w)
 	}

@@ -458,3 +458,34 @@ func BenchmarkPlanRank(b *testing.B) {
 		PlanRank(in, 3)
 	}
 }
+
+// Slurm numbers GPUs in gres.conf order. With a gres.conf listing
+// /dev/nvidia0..7 on dgxh100 (whose minors in PCI order are 2,3,0,1,6,7,4,5),
+// Slurm's GPU 0 is the node's GPU 2, and its GPU 4 the node's GPU 6: the
+// prolog records the order (SlurmGPUs) and each rank lands on the GPU
+// Slurm gave it, whether CUDA_VISIBLE_DEVICES is renumbered or not.
+func TestSlurmGPUOrder(t *testing.T) {
+	n := shapeNode(t, "dgxh100")
+	byMinor := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	for _, cvd := range []string{"0,1", "0,4"} {
+		in, plans := planAll(t, n, 2, map[string]string{"CUDA_VISIBLE_DEVICES": cvd, "SLURM_STEP_GPUS": "0,4"},
+			func(in *Input) { in.SlurmGPUs = byMinor })
+		checkPlans(t, in, plans)
+		for i, want := range []int{2, 6} {
+			if g := plans[i].GPU; g == nil || g.Index != want || n.GPUs[want].Minor != []int{0, 4}[i] {
+				t.Errorf("CUDA_VISIBLE_DEVICES=%s rank %d: GPU %+v, want node GPU %d (/dev/nvidia%d)", cvd, i, g, want, []int{0, 4}[i])
+			}
+		}
+	}
+	// Without the order, Slurm's indexes are the PCI order's.
+	_, plans := planAll(t, n, 1, map[string]string{"CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "4"}, nil)
+	if g := plans[0].GPU; g == nil || g.Index != 4 {
+		t.Errorf("no SlurmGPUs: GPU %+v, want 4", g)
+	}
+	// An index beyond what gres.conf lists is bad input.
+	_, plans = planAll(t, n, 1, map[string]string{"CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "9"},
+		func(in *Input) { in.SlurmGPUs = byMinor })
+	if plans[0].GPU != nil || !warned(plans[0], CheckInput) {
+		t.Errorf("Slurm GPU 9 of 8: %+v", plans[0])
+	}
+}

@@ -173,6 +173,34 @@ func jobGPUs(o *Options) (gpus []gpu.Device, mig bool, warning string) {
 	return gpus, mig, ""
 }
 
+// slurmGPUMinors is the /dev/nvidia minor of each of Slurm's GPU indexes
+// (gresMinors: gres.conf order; a MIG record counts as its GPU), for
+// srunwrap to map SLURM_STEP_GPUS; nil when gres.conf cannot tell.
+func slurmGPUMinors(o *Options) []int {
+	p := gresConfPath(o.Config.Gres.Conf, o.Job.Conf)
+	b, err := o.Root.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	g, err := slurm.ParseGresConf(p, b)
+	if err != nil {
+		return nil
+	}
+	node := o.Job.NodeName
+	if node == "" {
+		node = o.Node
+	}
+	devs, err := gresMinors(g, node, o.Config.Gres.Name)
+	if err != nil {
+		return nil
+	}
+	out := make([]int, len(devs))
+	for i, d := range devs {
+		out[i] = d.Minor
+	}
+	return out
+}
+
 func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {

@@ -3,7 +3,6 @@ package hook
 import (
 	"errors"
 
-	"gpuprep/lib/config"
 	"gpuprep/lib/host"
 	"gpuprep/lib/nodedesc"
 )
@@ -45,11 +44,11 @@ func writeNodeDescription(o *Options) string {
 		return ""
 	}
 	old, lerr := nodedesc.Load(o.Root)
-	need, why := nodedesc.NeedsWrite(old, lerr, boot, o.devices(), descSettings(o.Config), o.Version)
+	need, why := nodedesc.NeedsWrite(old, lerr, boot, o.devices(), descSettings(o), o.Version)
 	if !need {
 		return "unchanged"
 	}
-	d, err := nodedesc.Build(o.Root, o.GPU, descSettings(o.Config), o.Version)
+	d, err := nodedesc.Build(o.Root, o.GPU, descSettings(o), o.Version)
 	if err == nil {
 		err = nodedesc.Write(o.Root, d)
 	}
@@ -75,10 +74,12 @@ func forgetNotices(o *Options) {
 	}
 }
 
-// descSettings is what the node description carries of the configuration.
-func descSettings(c *config.Config) nodedesc.Settings {
+// descSettings is what the node description carries of the configuration,
+// and Slurm's GPU order from gres.conf.
+func descSettings(o *Options) nodedesc.Settings {
+	c := o.Config
 	if c == nil {
 		return nodedesc.Settings{}
 	}
-	return nodedesc.Settings{Srunwrap: c.Srunwrap, NCCL: c.NCCL, ConfigFile: c.File}
+	return nodedesc.Settings{Srunwrap: c.Srunwrap, NCCL: c.NCCL, ConfigFile: c.File, SlurmGPUs: slurmGPUMinors(o)}
 }

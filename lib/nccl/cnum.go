@@ -5,19 +5,11 @@ import "math"
 // strtol is C's strtol(s, NULL, 0) as glibc does it, which is how NCCL
 // reads its integer variables (ncclLoadParam: strtoll base 0): leading
 // white space, an optional sign, then "0x" hex, "0" octal or decimal
-// digits, stopping at the first other character. ok is false when no
+// digits, stopping at the first other character. ok is false when
 // the value overflows (ERANGE: NCCL then keeps the default). No digit
 // at all reads as 0, as in C.
 func strtol(s string) (v int64, ok bool) {
-	i := 0
-	for i < len(s) && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
+	i, neg := spaceAndSign(s)
 	base := uint64(10)
 	switch {
 	case i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && hexDigit(s[i+2]) >= 0:
@@ -55,15 +47,7 @@ func strtol(s string) (v int64, ok bool) {
 
 // atoi is C's atoi: strtol base 10 with no error; 0 when nothing parses.
 func atoi(s string) int32 {
-	i := 0
-	for i < len(s) && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
+	i, neg := spaceAndSign(s)
 	var v int64
 	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
 		v = v*10 + int64(s[i]-'0')
@@ -75,6 +59,19 @@ func atoi(s string) int32 {
 		v = -v
 	}
 	return int32(v)
+}
+
+// spaceAndSign skips C's leading white space and an optional sign: the
+// index of what follows, and whether the sign was '-'.
+func spaceAndSign(s string) (i int, neg bool) {
+	for i < len(s) && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')) {
+		i++
+	}
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	return i, neg
 }
 
 func hexDigit(c byte) int {

@@ -37,6 +37,8 @@ func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Devic
 	switch {
 	case old.ConfigFile != set.ConfigFile:
 		return true, fmt.Sprintf("config file %s, now %s", old.ConfigFile, set.ConfigFile)
+	case !slices.Equal(old.SlurmGPUs, set.SlurmGPUs):
+		return true, "Slurm's GPU order (gres.conf) changed"
 	case !sameSettings(&Description{Srunwrap: old.Srunwrap}, &Description{Srunwrap: set.Srunwrap}):
 		return true, "[srunwrap] changed"
 	case !sameSettings(&Description{NCCL: old.NCCL}, &Description{NCCL: set.NCCL}):

@@ -33,6 +33,7 @@ import (
 //	nic mlx5_0 infiniband ibp25s0                  name, kind, net devices
 //	nic_pci mlx5_0 0000:19:00.0 0 0-55,112-167 /sys/devices/...
 //	nic_port mlx5_0 1 ACTIVE InfiniBand
+//	slurm_gpu 2                                    Slurm's GPU 0, 1, ...: its /dev/nvidia minor
 //	srunwrap gpu narrow                            [srunwrap] keys
 //	srunwrap_check memlock warn
 //	fabric 0 name ib-ndr                           [[nccl.fabric]] number 0
@@ -85,6 +86,9 @@ func encode(d *Description) []byte {
 			w.line("nic_port", nic.Name, strconv.Itoa(p.Number), p.State, p.LinkLayer)
 		}
 	}
+	for _, m := range d.SlurmGPUs {
+		w.line("slurm_gpu", strconv.Itoa(m))
+	}
 	encodeSettings(&w, d)
 	return w.b.Bytes()
 }
@@ -131,7 +135,7 @@ func decode(name string, b []byte) (*Description, error) {
 // included.
 var lineFields = map[string]int{"boot_id": 2, "gpuprep": 2, "written": 2, "config_file": 2, "hostname": 2, "numa": 4, "core": 2,
 	"gpu": 7, "gpu_pci": 6, "gpu_mig": 5, "gpu_near": 4, "nic": 4, "nic_pci": 6, "nic_port": 5,
-	"srunwrap": 3, "srunwrap_check": 3, "fabric": 4, "fabric_env": 4}
+	"srunwrap": 3, "srunwrap_check": 3, "fabric": 4, "fabric_env": 4, "slurm_gpu": 2}
 
 // fact adds one line's fact to d.
 func (p *parser) fact(d *Description, f []string, gpus map[int]int, nics map[string]int) error {
@@ -160,6 +164,8 @@ func (p *parser) fact(d *Description, f []string, gpus map[int]int, nics map[str
 		n.NUMA = append(n.NUMA, topo.NUMANode{ID: p.int(f[1]), CPUs: p.set(f[2]), Distances: p.ints(f[3])})
 	case "core":
 		n.Cores = append(n.Cores, topo.Core{ID: len(n.Cores), CPUs: p.set(f[1])})
+	case "slurm_gpu":
+		d.SlurmGPUs = append(d.SlurmGPUs, p.int(f[1]))
 	case "gpu":
 		g := topo.GPU{NUMA: p.int(f[4]), CPUAffinity: p.set(f[5]), MemoryNUMANodes: p.ints(f[6])}
 		g.Index, g.Minor, g.UUID = p.int(f[1]), p.int(f[2]), f[3]

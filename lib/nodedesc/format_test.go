@@ -17,7 +17,7 @@ import (
 // tab and non-ASCII) included.
 func TestFormatRoundTrip(t *testing.T) {
 	d := &Description{Version: Version, BootID: bootA, Gpuprep: "v1 dirty", Written: time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC),
-		ConfigFile: "/etc/gpuprep/gpuprep.toml",
+		ConfigFile: "/etc/gpuprep/gpuprep.toml", SlurmGPUs: []int{3, 0},
 		Node: topo.Node{
 			Hostname: "gpu-01",
 			NUMA:     []topo.NUMANode{{ID: 0, CPUs: cpuset.MustParse("0-3"), Distances: []int{10, 20}}, {ID: 1, CPUs: cpuset.New(), Distances: []int{20, 10}}},

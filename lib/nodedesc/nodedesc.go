@@ -64,6 +64,10 @@ type Description struct {
 	// ConfigFile is the configuration file the sections came from
 	// (lib/config's Config.File).
 	ConfigFile string `json:"config_file"`
+	// SlurmGPUs is the /dev/nvidia minor of each of Slurm's GPU indexes
+	// (gres.conf order, as SLURM_STEP_GPUS numbers them); nil when the
+	// prolog could not tell (AutoDetect, no gres.conf).
+	SlurmGPUs []int `json:"slurm_gpus"`
 }
 
 // Settings are the configuration srunwrap needs, as the prolog read it:
@@ -72,6 +76,8 @@ type Settings struct {
 	Srunwrap   srunconf.SrunwrapSection
 	NCCL       srunconf.NCCLSection
 	ConfigFile string
+	// SlurmGPUs: as Description.SlurmGPUs, from the gres.conf slurmd reads.
+	SlurmGPUs []int
 }
 
 // Build discovers the node under r with b, the prolog's GPU backend. That
@@ -94,7 +100,7 @@ func Build(r host.Root, b gpu.Backend, set Settings, version string) (*Descripti
 		return nil, fmt.Errorf("node description: %w", err)
 	}
 	d := &Description{Version: Version, BootID: boot, Gpuprep: version, Written: time.Now().UTC(), Node: *n,
-		Srunwrap: set.Srunwrap, NCCL: set.NCCL, ConfigFile: set.ConfigFile}
+		Srunwrap: set.Srunwrap, NCCL: set.NCCL, ConfigFile: set.ConfigFile, SlurmGPUs: set.SlurmGPUs}
 	// What the file keeps of it, so that the prolog compares and srunwrap
 	// reads the same thing.
 	return decode(Path, encode(d))

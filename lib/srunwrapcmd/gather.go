@@ -65,7 +65,11 @@ func gather(e cmdenv.Env, f flags, sys system) *inputs {
 
 // bindInput is the planner's input for this task.
 func (in *inputs) bindInput() bind.Input {
-	return bind.Input{Node: in.node, Task: in.task, Allowed: in.allowed, JobCPUs: in.job, Config: in.srunwrap}
+	bi := bind.Input{Node: in.node, Task: in.task, Allowed: in.allowed, JobCPUs: in.job, Config: in.srunwrap}
+	if in.desc != nil {
+		bi.SlurmGPUs = in.desc.SlurmGPUs
+	}
+	return bi
 }
 
 // ncclInput is lib/nccl's input for a rank given its plan.
