@@ -11,6 +11,8 @@ backend=${DEMO_BACKEND:-mock:$node}
 root=$(mktemp -d /tmp/gpuprep-demo.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 tar xzf "test/roots/$node.tar.gz" -C "$root"
+# A real node's /dev/infiniband, which srunwrap's checks look for.
+mkdir -p "$root/dev/infiniband" && for i in 0 1 2 3 4 5 6 7 8; do : > "$root/dev/infiniband/uverbs$i"; done
 # The simulated node boots with this machine's boot id (the prolog tags the
 # node description it writes for srunwrap with it).
 mkdir -p "$root/proc/sys/kernel/random" && cat /proc/sys/kernel/random/boot_id > "$root/proc/sys/kernel/random/boot_id"
@@ -148,10 +150,21 @@ step "Job 4242 ends: the epilog records the drift and restores the baseline" "gp
 echo "cpu0 governor after:  $(cat "$gov")"
 echo "cron.service cpuset.cpus after: '$(cat "$cg/system.slice/cron.service/cpuset.cpus")' (every CPU again)"
 
-step "Job 4243 starts on GPU 2; then slurmd crashes: the job's processes and cgroup are gone, its epilog never runs" \
+step "Job 4243 (sbatch --comment gpuprep=turbo, a profile this site does not have) starts on GPU 2" \
   "gpuprep-prolog (job 4243)"
 mkdir -p "$scope/job_4243"
-SLURM_JOB_ID=4243 SLURM_JOB_GPUS=2 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | sed 's/ applied=.*//'
+SLURM_JOB_ID=4243 SLURM_JOB_GPUS=2 SLURM_JOB_COMMENT=gpuprep=turbo "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | sed 's/ applied=.*//'
+
+step "Its rank 0 starts: srunwrap tells the user what the prolog decided (the prolog has no other way to reach them)" \
+  "srun srunwrap -- python train.py (rank 0 of job 4243)"
+SLURM_JOB_ID=4243 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_NTASKS=1 SLURM_STEP_TASKS_PER_NODE=1 \
+  SLURM_STEP_GPUS=2 CUDA_VISIBLE_DEVICES=0 "$bin"/srunwrap --root "$root" -- true > "$spool/rank0.txt" 2>&1
+grep -v 'locked-memory limit' "$spool/rank0.txt" || true
+if grep -q 'locked-memory limit' "$spool/rank0.txt"; then
+  echo "(left out: a warning that this demo machine's memlock limit is too low for InfiniBand)"
+fi
+
+step "Then slurmd crashes: job 4243's processes and cgroup are gone, its epilog never runs" "kill -9 slurmd"
 rmdir "$scope/job_4243"
 echo "cpu0 governor: $(cat "$gov") (job 4243 still holds it)"
 
