@@ -1,9 +1,9 @@
 package nodedesc
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"gpuprep/lib/cpuset"
@@ -99,18 +99,21 @@ func decode(name string, b []byte) (*Description, error) {
 	p := parser{name: name}
 	gpus := map[int]int{}    // GPU index -> position in Node.GPUs
 	nics := map[string]int{} // NIC name -> position in Node.NICs
-	for ln, raw := range bytes.Split(b, []byte{'\n'}) {
+	rest := string(b)
+	for ln := 0; rest != ""; ln++ {
+		var raw string
+		raw, rest, _ = strings.Cut(rest, "\n")
 		p.ln = ln + 1
 		if len(raw) == 0 {
 			continue
 		}
-		f, err := fields(string(raw))
+		f, err := fields(raw)
 		if err != nil {
 			return nil, p.errorf("%v", err)
 		}
 		if ln == 0 {
 			if len(f) != 2 || f[0] != formatName {
-				return nil, p.errorf("not a node description (first line %q)", clip(string(raw)))
+				return nil, p.errorf("not a node description (first line %q)", clip(raw))
 			}
 			d.Version = p.int(f[1])
 			if d.Version != Version {
