@@ -145,9 +145,17 @@ func writeAt(dirfd int, dir, name string, data []byte) error {
 // node is some tens of KiB.
 const maxFile = 4 << 20
 
+// overflowUID is the owner a user namespace shows for a file whose owner
+// it does not map (/proc/sys/kernel/overflowuid, 65534 unless changed):
+// inside an enroot/pyxis container the host's root-owned description
+// shows as owned by it. Only root can create files in /run/gpuprep (root's,
+// 0755; Write refuses any other), so such a file is still the prolog's.
+const overflowUID = 65534
+
 // readTrusted reads the file at node path p for a reader that must trust
-// it: opened without following a symlink, a regular file, owned by root or
-// by the reader itself, writable by its owner only. A missing file is an
+// it: opened without following a symlink, a regular file, owned by root
+// (or, in a user namespace, the overflow uid that stands for it) or by the
+// reader itself, writable by its owner only. A missing file is an
 // error wrapping ErrMissing (and fs.ErrNotExist); an untrusted one wraps
 // ErrStale.
 func readTrusted(r host.Root, p string) ([]byte, error) {
@@ -169,7 +177,7 @@ func readTrusted(r host.Root, p string) ([]byte, error) {
 	switch euid := os.Geteuid(); {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return nil, fmt.Errorf("%s: %w: not a regular file", full, ErrStale)
-	case st.Uid != 0 && int(st.Uid) != euid:
+	case st.Uid != 0 && int(st.Uid) != euid && st.Uid != overflowUID:
 		return nil, fmt.Errorf("%s: %w: owned by uid %d, not root", full, ErrStale, st.Uid)
 	case st.Mode&0o022 != 0:
 		return nil, fmt.Errorf("%s: %w: writable by others (mode %#o)", full, ErrStale, st.Mode&0o777)
