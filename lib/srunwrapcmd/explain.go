@@ -170,7 +170,7 @@ func writeExplanation(w io.Writer, x explanation) {
 			fmt.Fprintf(w, "  GPU       %s\n", r.GPU.From)
 		}
 		if r.Visible != "" {
-			fmt.Fprintf(w, "  CUDA_VISIBLE_DEVICES=%s\n", r.Visible)
+			fmt.Fprintf(w, "  sets      CUDA_VISIBLE_DEVICES=%s\n", r.Visible)
 		}
 		fmt.Fprintf(w, "  CPUs      %s\n", r.CPUsFrom)
 		fmt.Fprintf(w, "  memory    %s\n", r.MemFrom)

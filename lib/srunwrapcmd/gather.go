@@ -90,8 +90,8 @@ func (in *inputs) product() string {
 	return ""
 }
 
-// usable says whether a plan can be made: a task (or a synthetic one for
-// --explain) and a node.
+// problems lists, one line each, the inputs that could not be read: the
+// task's Slurm variables, the node, the task's CPUs.
 func (in *inputs) problems() []string {
 	var out []string
 	if in.taskErr != nil {

@@ -1,7 +1,6 @@
 package srunwrapcmd
 
 import (
-	"errors"
 	"fmt"
 
 	"gpuprep/lib/bind"
@@ -44,8 +43,7 @@ func taskPrologMain(e cmdenv.Env, f flags, in *inputs) int {
 	}
 	out, err := nccl.TaskPrologLines(vars)
 	if err != nil {
-		var msg = err.Error()
-		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, errors.New(msg))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, err)
 	}
 	fmt.Fprint(e.Stdout, out)
 	return cmdenv.ExitOK
