@@ -48,6 +48,12 @@ type Options struct {
 
 	gpus       []gpu.Device // the node's GPUs, listed once (devices)
 	gpusListed bool
+	// gres is gres.conf's GPU devices in Slurm's order, read once per
+	// run (gresDevices): jobGPUs and the node description both use it.
+	gres     []gresDevice
+	gresErr  error
+	gresPath string
+	gresRead bool
 }
 
 func (o *Options) now() time.Time {

@@ -143,26 +143,10 @@ func jobGPUs(o *Options) (gpus []gpu.Device, mig bool, warning string) {
 	if o.GPU == nil || o.GPU.Name() == "none" || len(o.Job.GPUs) == 0 {
 		return nil, false, ""
 	}
-	p := gresConfPath(o.Config.Gres.Conf, o.Job.Conf)
 	skip := func(err error) ([]gpu.Device, bool, string) {
 		return nil, false, fmt.Sprintf("GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=%s are: %v", joinInts(o.Job.GPUs), err)
 	}
-	b, err := o.Root.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return skip(fmt.Errorf("%s: no such file (set gres.conf in gpuprep's config)", p))
-	}
-	if err != nil {
-		return skip(err)
-	}
-	g, err := slurm.ParseGresConf(p, b)
-	if err != nil {
-		return skip(err)
-	}
-	node := o.Job.NodeName
-	if node == "" {
-		node = o.Node
-	}
-	devs, err := gresMinors(g, node, o.Config.Gres.Name)
+	devs, p, err := gresDevices(o)
 	if err != nil {
 		return skip(err)
 	}
@@ -173,24 +157,42 @@ func jobGPUs(o *Options) (gpus []gpu.Device, mig bool, warning string) {
 	return gpus, mig, ""
 }
 
-// slurmGPUMinors is the /dev/nvidia minor of each of Slurm's GPU indexes
-// (gresMinors: gres.conf order; a MIG record counts as its GPU), for
-// srunwrap to map SLURM_STEP_GPUS; nil when gres.conf cannot tell.
-func slurmGPUMinors(o *Options) []int {
-	p := gresConfPath(o.Config.Gres.Conf, o.Job.Conf)
+// gresDevices reads gres.conf (under o.Root) once per run and lists its
+// GPU devices in the order Slurm numbers them (gresMinors); p is its path.
+func gresDevices(o *Options) (devs []gresDevice, p string, err error) {
+	if o.gresRead {
+		return o.gres, o.gresPath, o.gresErr
+	}
+	o.gresRead = true
+	o.gresPath = gresConfPath(o.Config.Gres.Conf, o.Job.Conf)
+	o.gres, o.gresErr = readGresDevices(o, o.gresPath)
+	return o.gres, o.gresPath, o.gresErr
+}
+
+func readGresDevices(o *Options, p string) ([]gresDevice, error) {
 	b, err := o.Root.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such file (set gres.conf in gpuprep's config)", p)
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	g, err := slurm.ParseGresConf(p, b)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	node := o.Job.NodeName
 	if node == "" {
 		node = o.Node
 	}
-	devs, err := gresMinors(g, node, o.Config.Gres.Name)
+	return gresMinors(g, node, o.Config.Gres.Name)
+}
+
+// slurmGPUMinors is the /dev/nvidia minor of each of Slurm's GPU indexes
+// (gres.conf order; a MIG record counts as its GPU), for srunwrap to map
+// SLURM_STEP_GPUS; nil when gres.conf cannot tell.
+func slurmGPUMinors(o *Options) []int {
+	devs, _, err := gresDevices(o)
 	if err != nil {
 		return nil
 	}

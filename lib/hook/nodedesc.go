@@ -44,11 +44,12 @@ func writeNodeDescription(o *Options) string {
 		return ""
 	}
 	old, lerr := nodedesc.Load(o.Root)
-	need, why := nodedesc.NeedsWrite(old, lerr, boot, o.devices(), descSettings(o), o.Version)
+	set := descSettings(o)
+	need, why := nodedesc.NeedsWrite(old, lerr, boot, o.devices(), set, o.Version)
 	if !need {
 		return "unchanged"
 	}
-	d, err := nodedesc.Build(o.Root, o.GPU, descSettings(o), o.Version)
+	d, err := nodedesc.Build(o.Root, o.GPU, set, o.Version)
 	if err == nil {
 		err = nodedesc.Write(o.Root, d)
 	}
