@@ -70,6 +70,20 @@ bench: build
 bench-noise:
 	bash test/bench-noise.sh
 
+# gpunode-kit: what test/gpunode/run.sh needs on a real GPU node, which has
+# no Go: the installed programs, nvmlprobe and topocheck, in bin/gpunode/ and
+# bin/gpunode-kit.tgz (with ../shared/tools/capture-root.sh when it is there).
+# On the node: tar xzf gpunode-kit.tgz && sudo gpunode/run.sh OUTDIR
+.PHONY: gpunode-kit
+gpunode-kit: $(BINS)
+	rm -rf bin/gpunode && mkdir -p bin/gpunode/bin
+	$(GO) build -trimpath -ldflags '-s -w' -o bin/gpunode/bin/nvmlprobe ./test/nvmlprobe
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/gpunode/bin/topocheck ./test/topocheck
+	cp $(BINS) bin/gpunode/bin/
+	cp test/gpunode/run.sh test/gpunode/allreduce.py test/gpunode/times.py bin/gpunode/
+	if [ -f ../shared/tools/capture-root.sh ]; then cp ../shared/tools/capture-root.sh bin/gpunode/; fi
+	tar czf bin/gpunode-kit.tgz -C bin gpunode
+
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/cpuset
 	$(GO) test -run='^$$' -fuzz=FuzzParseGresConf -fuzztime=30s ./lib/slurm
