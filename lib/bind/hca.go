@@ -36,10 +36,9 @@ func usablePorts(n *topo.Node) []hcaPort {
 	return out
 }
 
-var pathRank = map[topo.PCIPath]int{topo.PathSwitch: 0, topo.PathHostBridge: 1, topo.PathNUMA: 2, topo.PathSystem: 3}
-
 var pathWords = map[topo.PCIPath]string{
-	topo.PathSwitch:     "behind the GPU's PCIe switch",
+	topo.PathOneSwitch:  "behind the GPU's PCIe switch",
+	topo.PathSwitch:     "behind the GPU's PCIe switches",
 	topo.PathHostBridge: "on the GPU's PCIe host bridge",
 	topo.PathNUMA:       "on the GPU's NUMA node",
 	topo.PathSystem:     "across the CPU interconnect",
@@ -55,7 +54,7 @@ func nearestPorts(n *topo.Node, g *topo.GPU, ports []hcaPort) ([]hcaPort, topo.P
 	bestR, bestD := 0, 0
 	for _, p := range ports {
 		path := topo.PathBetween(g.Place, p.nic.PCIPlace)
-		r, d := pathRank[path], numaDistance(n, g.NUMA, p.nic.NUMANode)
+		r, d := topo.PathRank(path), numaDistance(n, g.NUMA, p.nic.NUMANode)
 		if best == nil || r < bestR || r == bestR && d < bestD {
 			best, bestPath, bestR, bestD = nil, path, r, d
 		}

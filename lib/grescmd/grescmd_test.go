@@ -131,7 +131,7 @@ func TestGresMockDGXH100(t *testing.T) {
 	}
 	// GPU 0 sits at 0000:18:00.0 with device minor 2, local to socket 0,
 	// next to mlx5_0 behind the same PCIe switch, NV18 to every peer.
-	if !regexpMatch(`(?m)^0\s+0000:18:00\.0\s+/dev/nvidia2\s+nvidia_h100_80gb_hbm3\s+0\s+0-55\s+0-55,112-167\s+mlx5_0\(PXB\)\s+X NV18`, out) {
+	if !regexpMatch(`(?m)^0\s+0000:18:00\.0\s+/dev/nvidia2\s+nvidia_h100_80gb_hbm3\s+0\s+0-55\s+0-55,112-167\s+mlx5_0\(PIX\)\s+X NV18`, out) {
 		t.Errorf("table:\n%s", out)
 	}
 	cfg := filepath.Join(t.TempDir(), "g.toml")

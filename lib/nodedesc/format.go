@@ -29,7 +29,7 @@ import (
 //	gpu 0 2 GPU-1e0d... 0 0-55,112-167 -           index, minor, UUID, NUMA, CPUs, memory nodes
 //	gpu_pci 0 0000:18:00.0 0 0-55,112-167 /sys/devices/pci0000:15/...
 //	gpu_mig 0 1 0 MIG-3b3f...                      GPU index, GI, CI, UUID
-//	gpu_near 0 mlx5_0 PXB                          nearest NICs
+//	gpu_near 0 mlx5_0 PIX                          nearest NICs
 //	nic mlx5_0 infiniband ibp25s0                  name, kind, net devices
 //	nic_pci mlx5_0 0000:19:00.0 0 0-55,112-167 /sys/devices/...
 //	nic_port mlx5_0 1 ACTIVE InfiniBand

@@ -212,8 +212,8 @@ func (n *Node) CPUNUMANodes() []NUMANode {
 }
 
 func (n *Node) nearNICs(p PCIPlace) []NearNIC {
-	rank := map[PCIPath]int{PathSwitch: 0, PathHostBridge: 1, PathNUMA: 2, PathSystem: 3}
-	best := 3
+	sys := PathRank(PathSystem)
+	best := sys
 	var out []NearNIC
 	for _, nic := range n.NICs {
 		if nic.Kind == "ethernet" && len(n.NICs) > 1 {
@@ -222,14 +222,14 @@ func (n *Node) nearNICs(p PCIPlace) []NearNIC {
 			continue
 		}
 		path := pciPath(p, nic.PCIPlace)
-		if rank[path] < best {
-			best, out = rank[path], nil
+		if r := PathRank(path); r < best {
+			best, out = r, nil
 		}
-		if rank[path] == best {
+		if PathRank(path) == best {
 			out = append(out, NearNIC{Name: nic.Name, Path: path})
 		}
 	}
-	if best == 3 {
+	if best == sys {
 		return nil
 	}
 	return out

@@ -54,14 +54,32 @@ func readPCIPlace(r host.Root, busID string) (PCIPlace, error) {
 type PCIPath string
 
 const (
-	PathSwitch     PCIPath = "PXB"  // share a PCIe switch below the host bridge
+	PathOneSwitch  PCIPath = "PIX"  // under one PCIe switch (at most one bridge between them)
+	PathSwitch     PCIPath = "PXB"  // through several PCIe switches, below the host bridge
 	PathHostBridge PCIPath = "PHB"  // share a PCIe host bridge (root complex)
 	PathNUMA       PCIPath = "NODE" // different host bridges, same NUMA node
 	PathSystem     PCIPath = "SYS"  // across the SMP interconnect, or unknown
 )
 
-// PathBetween classifies how the PCI devices at a and b connect: a shared
-// PCIe switch, host bridge or NUMA node, else the system interconnect. Pure.
+// PathRank orders paths from nearest (0, PIX) to farthest (4, SYS), as
+// NCCL and nvidia-smi topo -m do; an unknown path ranks as SYS.
+func PathRank(p PCIPath) int {
+	switch p {
+	case PathOneSwitch:
+		return 0
+	case PathSwitch:
+		return 1
+	case PathHostBridge:
+		return 2
+	case PathNUMA:
+		return 3
+	}
+	return 4
+}
+
+// PathBetween classifies how the PCI devices at a and b connect: one PCIe
+// switch, several, a shared host bridge or NUMA node, else the system
+// interconnect. Pure.
 func PathBetween(a, b PCIPlace) PCIPath { return pciPath(a, b) }
 
 // pciPath classifies how a and b connect from their sysfs paths and NUMA
@@ -74,8 +92,14 @@ func pciPath(a, b PCIPlace) PCIPath {
 		common++
 	}
 	switch {
+	case common >= 3 && len(ca)-common <= 2 && len(cb)-common <= 2:
+		// Root, root port and a switch's upstream port in common, and
+		// each device right below one of that switch's downstream ports:
+		// one switch between them.
+		return PathOneSwitch
 	case common >= 2 && len(ca) > 2 && len(cb) > 2:
-		// Root, root port and at least one more bridge in common.
+		// Root, root port and at least one more bridge in common, with
+		// more than one switch on the way.
 		return PathSwitch
 	case common >= 1:
 		return PathHostBridge

@@ -13,6 +13,8 @@ import (
 func TestPCIPath(t *testing.T) {
 	gpu := PCIPlace{SysPath: "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0", NUMANode: 0}
 	hcaSameSwitch := PCIPlace{SysPath: "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:01.0/0000:1b:00.0", NUMANode: 0}
+	// Behind a second switch below the first: two switches apart.
+	hcaTwoSwitches := PCIPlace{SysPath: "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:02.0/0000:1c:00.0/0000:1d:00.0/0000:1e:00.0", NUMANode: 0}
 	hcaSameRoot := PCIPlace{SysPath: "/sys/devices/pci0000:17/0000:17:02.0/0000:20:00.0", NUMANode: 0}
 	hcaSameNUMA := PCIPlace{SysPath: "/sys/devices/pci0000:30/0000:30:01.0/0000:31:00.0", NUMANode: 0}
 	hcaOther := PCIPlace{SysPath: "/sys/devices/pci0000:90/0000:90:01.0/0000:91:00.0", NUMANode: 1}
@@ -22,7 +24,9 @@ func TestPCIPath(t *testing.T) {
 		a, b PCIPlace
 		want PCIPath
 	}{
-		{gpu, hcaSameSwitch, PathSwitch},
+		{gpu, hcaSameSwitch, PathOneSwitch},
+		{gpu, hcaTwoSwitches, PathSwitch},
+		{hcaSameSwitch, hcaTwoSwitches, PathSwitch},
 		{gpu, hcaSameRoot, PathHostBridge},
 		{gpu, hcaSameNUMA, PathNUMA},
 		{gpu, hcaOther, PathSystem},

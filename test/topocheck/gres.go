@@ -60,7 +60,49 @@ func checkGres(r *report, m *topom.Matrix, g *gresFile) {
 		if tg.GPUNUMAID >= 0 && !slices.Contains(ng.MemoryNUMANodes, tg.GPUNUMAID) {
 			r.bad("GPU %d: memory_numa_nodes %v, topo -m GPU NUMA ID %d", i, ng.MemoryNUMANodes, tg.GPUNUMAID)
 		}
+		checkNearNICs(r, m, tg, ng)
 	}
+}
+
+// checkNearNICs compares a GPU's near_nics (the NICs gpuprep puts nearest
+// it, with their PCIe path) with the NICs topo -m puts at the GPU's nearest
+// level: the same names at the same level. gpuprep lists none when the
+// nearest is across the CPU interconnect (SYS); NICs that topo -m does not
+// show (plain Ethernet) are left out of the comparison.
+func checkNearNICs(r *report, m *topom.Matrix, tg topom.GPU, ng *gresGPU) {
+	if len(m.NICs) == 0 {
+		return
+	}
+	best := topom.SYS
+	for _, p := range tg.NICs {
+		best = min(best, p)
+	}
+	var want []string
+	if best < topom.SYS {
+		for j, p := range tg.NICs {
+			if p == best {
+				want = append(want, m.NICs[j]+"("+best.String()+")")
+			}
+		}
+	}
+	var got []string
+	for _, n := range ng.NearNICs {
+		if slices.Contains(m.NICs, n.Name) {
+			got = append(got, n.Name+"("+n.Path+")")
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		r.bad("GPU %d: near_nics %s, topo -m's nearest %s", tg.Index, orNone(got), orNone(want))
+	}
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ",")
 }
 
 // checkLinks compares each GPU's Links= (NVLink counts in gres record

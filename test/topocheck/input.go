@@ -36,6 +36,10 @@ type gresGPU struct {
 	NUMA            int        `json:"numa"`
 	CPUAffinity     cpuset.Set `json:"cpu_affinity"`
 	MemoryNUMANodes []int      `json:"memory_numa_nodes"`
+	NearNICs        []struct {
+		Name string `json:"name"`
+		Path string `json:"path"`
+	} `json:"near_nics"`
 }
 
 type gresDevice struct {

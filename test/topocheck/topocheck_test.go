@@ -156,6 +156,9 @@ func TestGresMismatches(t *testing.T) {
 			"GPU 0: numa 0, topo -m NUMA Affinity 1",
 			"GPU 4: numa 1, topo -m NUMA Affinity 0",
 		}},
+		// NIC k is field 9+k: mlx5_0 is under GPU 0's switch.
+		{"nearest nic level", edit(t, orig, 0, 9, "PXB"), []string{"GPU 0: near_nics mlx5_0(PIX), topo -m's nearest mlx5_0(PXB)"}},
+		{"a second nearest nic", edit(t, orig, 1, 9, "PIX"), []string{"GPU 1: near_nics mlx5_1(PIX), topo -m's nearest mlx5_0(PIX),mlx5_1(PIX)"}},
 		{"numa N/A", edit(t, orig, 7, 19, "N/A"), []string{"GPU 7: numa 1, topo -m NUMA Affinity N/A"}},
 		{"gpu numa id", edit(t, orig, 6, 20, "9"), []string{"GPU 6: memory_numa_nodes [], topo -m GPU NUMA ID 9"}},
 	}
