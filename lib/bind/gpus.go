@@ -18,6 +18,9 @@ type visible struct {
 	mig   string // MIG device UUID, "" for a whole GPU
 	entry string // the entry as written (CUDA_VISIBLE_DEVICES), or the UUID
 	src   string // the variable it came from
+	// misread is set for an index entry that CUDA may read as another GPU
+	// than g (gres.conf lists GPUs out of PCI bus order): name g by UUID.
+	misread bool
 }
 
 // rank is what the GPU step decided for one rank.
@@ -89,6 +92,7 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 			if v.g == nil {
 				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %d is not among this node's GPUs (%s)", cvd, i, gpuIndexes(n))
 			}
+			v.misread = !in.cudaReads(d.Index, v.g, positional)
 		}
 		out = append(out, v)
 	}
@@ -139,24 +143,82 @@ func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
 		}
 		return ranks
 	}
+	narrow := in.Config.GPU == srunconf.GPUNarrow
 	for i := range ranks {
 		v := vis[i%n]
 		ranks[i] = rank{gpu: v.g, gpus: []*topo.GPU{v.g}}
 		c := &GPUChoice{Index: v.g.Index, UUID: v.g.UUID, MIG: v.mig, BusID: v.g.BusID, NUMA: v.g.NUMA}
+		name := v.entry
+		if v.misread && v.g.UUID != "" {
+			name = v.g.UUID
+		}
 		if n == 1 {
 			c.From = fmt.Sprintf("%s=%s (the one visible GPU)", v.src, v.entry)
 		} else {
 			c.From = fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, v.entry, i, nr, i, n)
-			if in.Config.GPU == srunconf.GPUNarrow {
-				plans[i].Visible = v.entry
-			}
 		}
-		if n == 1 && v.src != "CUDA_VISIBLE_DEVICES" && in.Config.GPU == srunconf.GPUNarrow {
-			plans[i].Visible = v.entry
+		switch {
+		case narrow && (n > 1 || v.src != "CUDA_VISIBLE_DEVICES" || name != v.entry):
+			plans[i].Visible = name
+		case v.misread:
+			plans[i].Warnings = append(plans[i].Warnings, Warning{CheckInput, fmt.Sprintf(
+				"CUDA_VISIBLE_DEVICES=%s: CUDA may read index %s as another GPU than Slurm's (%s, /dev/nvidia%d): "+
+					"gres.conf lists GPUs out of PCI bus order; srunwrap.gpu = %q leaves it",
+				deviceList(in.Task.VisibleDevices), v.entry, v.g.BusID, v.g.Minor, in.Config.GPU)})
 		}
 		plans[i].GPU = c
 	}
 	return ranks
+}
+
+// cudaReads says whether CUDA surely reads CUDA_VISIBLE_DEVICES index i as
+// g. CUDA numbers the GPUs a task can open in PCI bus order (its order with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID, and its default one on a node of one GPU
+// model): every GPU of the node, or only the step's when Slurm's cgroup
+// confines devices (it then renumbers CUDA_VISIBLE_DEVICES from 0, the
+// positional case). Slurm numbers GPUs in gres.conf order, so the two agree
+// only where gres.conf follows the bus order. When CUDA_VISIBLE_DEVICES
+// equals SLURM_STEP_GPUS and the step has GPUs 0..k-1, both readings are
+// possible, and both must give g.
+func (in Input) cudaReads(i int, g *topo.GPU, positional bool) bool {
+	step := in.Task.StepGPUs
+	var stepGPUs []*topo.GPU
+	for _, s := range step {
+		stepGPUs = append(stepGPUs, in.slurmGPU(s))
+	}
+	confined := len(step) > 0 && (positional || isFirstIndexes(step))
+	if confined && cudaIndex(stepGPUs, g) != i {
+		return false
+	}
+	if !positional && g.Index != i {
+		return false // unconfined: CUDA's index i is the node's GPU i
+	}
+	return true
+}
+
+// cudaIndex is g's position among gpus in PCI bus order, -1 when g is not
+// among them.
+func cudaIndex(gpus []*topo.GPU, g *topo.GPU) int {
+	if !slices.Contains(gpus, g) {
+		return -1
+	}
+	k := 0
+	for _, h := range gpus {
+		if h != nil && h != g && h.Index < g.Index {
+			k++
+		}
+	}
+	return k
+}
+
+// isFirstIndexes says whether s lists 0..len(s)-1 in some order.
+func isFirstIndexes(s []int) bool {
+	for _, x := range s {
+		if x < 0 || x >= len(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // slurmGPU is the node's GPU that Slurm numbers i: through SlurmGPUs

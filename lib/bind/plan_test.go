@@ -1,12 +1,14 @@
 package bind
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"gpuprep/lib/srunconf"
+	"gpuprep/lib/topo"
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
@@ -487,5 +489,79 @@ func TestSlurmGPUOrder(t *testing.T) {
 		func(in *Input) { in.SlurmGPUs = byMinor })
 	if plans[0].GPU != nil || !warned(plans[0], CheckInput) {
 		t.Errorf("Slurm GPU 9 of 8: %+v", plans[0])
+	}
+}
+
+// TestCUDAReadsSlurmIndexes: Slurm numbers GPUs in gres.conf order, CUDA in
+// PCI bus order. When they differ (a hand-written gres.conf sorted by
+// /dev/nvidia minor on a node whose minors are not in bus order), an index
+// copied from Slurm would open another GPU than the rank was placed for,
+// so srunwrap names the GPU by UUID; where they agree it keeps the index.
+func TestCUDAReadsSlurmIndexes(t *testing.T) {
+	n := shapeNode(t, "dgxh100") // minors in bus order: 2,3,0,1,6,7,4,5
+	byMinor := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	busOrder := make([]int, len(n.GPUs))
+	for i, g := range n.GPUs {
+		busOrder[i] = g.Minor
+	}
+	byMinorGPU := func(m int) *topo.GPU {
+		for k := range n.GPUs {
+			if n.GPUs[k].Minor == m {
+				return &n.GPUs[k]
+			}
+		}
+		t.Fatalf("no minor %d", m)
+		return nil
+	}
+	all := map[string]string{"CUDA_VISIBLE_DEVICES": seq(8), "SLURM_STEP_GPUS": seq(8)}
+	for _, c := range []struct {
+		name  string
+		order []int
+	}{{"gres.conf by minor", byMinor}, {"gres.conf in bus order", busOrder}} {
+		in, plans := planAll(t, n, 8, all, func(in *Input) { in.SlurmGPUs = c.order })
+		checkPlans(t, in, plans)
+		for i, p := range plans {
+			g := byMinorGPU(c.order[i]) // the GPU Slurm gave as its index i
+			want := g.UUID
+			if g.Index == i {
+				want = fmt.Sprint(i) // CUDA's index i is the same GPU
+			}
+			if p.GPU == nil || p.GPU.Index != g.Index || p.Visible != want {
+				t.Errorf("%s, rank %d: GPU %+v CUDA_VISIBLE_DEVICES=%q, want GPU %d (/dev/nvidia%d) named %q",
+					c.name, i, p.GPU, p.Visible, g.Index, g.Minor, want)
+			}
+		}
+	}
+
+	// --gpus-per-task=1 without a device cgroup: Slurm gives the task its
+	// index k and CUDA would read k in bus order.
+	one := map[string]string{"CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "0"}
+	_, plans := planAll(t, n, 1, one, func(in *Input) { in.SlurmGPUs = byMinor })
+	if g := byMinorGPU(0); plans[0].GPU == nil || plans[0].GPU.Index != g.Index || plans[0].Visible != g.UUID {
+		t.Errorf("one GPU, Slurm index 0 = /dev/nvidia0: %+v, want GPU %d named by UUID %s", plans[0], g.Index, g.UUID)
+	}
+	// With the device cgroup Slurm renumbers: CUDA sees only that GPU, so
+	// index 0 is right and left as it is.
+	_, plans = planAll(t, n, 1, map[string]string{"CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "5"},
+		func(in *Input) { in.SlurmGPUs = byMinor })
+	if g := byMinorGPU(5); plans[0].GPU == nil || plans[0].GPU.Index != g.Index || plans[0].Visible != "" {
+		t.Errorf("one confined GPU: %+v, want GPU %d and CUDA_VISIBLE_DEVICES kept", plans[0], g.Index)
+	}
+	// Two confined GPUs whose gres.conf order is the reverse of the bus
+	// order: CUDA's 0 is the lower bus id, Slurm's 0 the other one.
+	_, plans = planAll(t, n, 2, map[string]string{"CUDA_VISIBLE_DEVICES": "0,1", "SLURM_STEP_GPUS": "3,2"},
+		func(in *Input) { in.SlurmGPUs = byMinor })
+	for i, m := range []int{3, 2} {
+		if g := byMinorGPU(m); plans[i].GPU == nil || plans[i].GPU.Index != g.Index || plans[i].Visible != g.UUID {
+			t.Errorf("confined, reversed, rank %d: %+v, want GPU %d named by UUID", i, plans[i], g.Index)
+		}
+	}
+	// srunwrap.gpu = "keep" leaves the variable and says why it is wrong.
+	_, plans = planAll(t, n, 1, one, func(in *Input) {
+		in.SlurmGPUs = byMinor
+		in.Config.GPU = srunconf.GPUKeep
+	})
+	if plans[0].Visible != "" || !warned(plans[0], CheckInput) {
+		t.Errorf("keep: %+v, want CUDA_VISIBLE_DEVICES left and a warning", plans[0])
 	}
 }
