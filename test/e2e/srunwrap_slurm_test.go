@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,24 @@ type probeOut struct {
 // switch with an InfiniBand HCA, as on a 2-GPU node.
 func thisMachineRoot(t *testing.T) (string, cpuset.Set) {
 	t.Helper()
+	port := []nodeshape.IBPort{{State: "4: ACTIVE", Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand"}}
+	return thisMachineRootWith(t,
+		[]nodeshape.GPU{
+			{BusID: "0000:18:00.0", Minor: 0, UUID: "GPU-00000000-0000-0000-0000-00000000aaaa", Name: "NVIDIA H200", DeviceID: 0x2335, NUMANode: 0, PCISwitch: 1},
+			{BusID: "0000:2a:00.0", Minor: 1, UUID: "GPU-00000000-0000-0000-0000-00000000bbbb", Name: "NVIDIA H200", DeviceID: 0x2335, NUMANode: 0, PCISwitch: 2},
+		},
+		[]nodeshape.NIC{
+			{BusID: "0000:19:00.0", NUMANode: 0, IBName: "mlx5_0", NetName: "ibp25s0", Ports: port, PCISwitch: 1},
+			{BusID: "0000:2b:00.0", NUMANode: 0, IBName: "mlx5_1", NetName: "ibp43s0", Ports: port, PCISwitch: 2},
+		})
+}
+
+// thisMachineRootWith writes a fixture root with this machine's CPUs (as
+// thisMachineRoot) and the given GPUs and NICs, all on NUMA node 0, and
+// this boot's id (the prolog tags the node description with it). It
+// returns the root and the online CPUs.
+func thisMachineRootWith(t *testing.T, gpus []nodeshape.GPU, nics []nodeshape.NIC) (string, cpuset.Set) {
+	t.Helper()
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
 		t.Fatal(err)
@@ -47,29 +66,32 @@ func thisMachineRoot(t *testing.T) (string, cpuset.Set) {
 	if online.Min() != 0 || online.Max() != online.Size()-1 || online.Size() < 2 {
 		t.Skipf("needs CPUs 0..n-1 online (n >= 2), have %s", online)
 	}
-	port := []nodeshape.IBPort{{State: "4: ACTIVE", Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand"}}
 	s := nodeshape.Shape{
 		Name: "thismachine", Hostname: "thismachine",
 		CPUVendor: "GenuineIntel", CPUModel: "Intel(R) Xeon(R) CPU",
 		Sockets: 1, CoresPerSocket: online.Size(), ThreadsPerCore: 1, NUMAPerSocket: 1,
 		MemoryMiBPerNode: 8192, NoCPUFreq: true, NoCPUIdle: true,
-		GPUs: []nodeshape.GPU{
-			{BusID: "0000:18:00.0", Minor: 0, UUID: "GPU-00000000-0000-0000-0000-00000000aaaa", Name: "NVIDIA H200", DeviceID: 0x2335, NUMANode: 0, PCISwitch: 1},
-			{BusID: "0000:2a:00.0", Minor: 1, UUID: "GPU-00000000-0000-0000-0000-00000000bbbb", Name: "NVIDIA H200", DeviceID: 0x2335, NUMANode: 0, PCISwitch: 2},
-		},
-		NICs: []nodeshape.NIC{
-			{BusID: "0000:19:00.0", NUMANode: 0, IBName: "mlx5_0", NetName: "ibp25s0", Ports: port, PCISwitch: 1},
-			{BusID: "0000:2b:00.0", NUMANode: 0, IBName: "mlx5_1", NetName: "ibp43s0", Ports: port, PCISwitch: 2},
-		},
+		GPUs: gpus, NICs: nics,
 	}
 	dir := filepath.Join(t.TempDir(), "root")
 	if err := fixturegen.Write(s, dir); err != nil {
 		t.Fatal(err)
 	}
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "proc/sys/kernel/random"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "proc/sys/kernel/random/boot_id"), boot, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return dir, online
 }
 
-// parseProbes reads one JSON object per line, sorted by SLURM_PROCID.
+// parseProbes reads one JSON object per line, sorted by SLURM_PROCID (as
+// a number: rank 10 after rank 9).
 func parseProbes(t *testing.T, out string) []probeOut {
 	t.Helper()
 	var ps []probeOut
@@ -83,7 +105,14 @@ func parseProbes(t *testing.T, out string) []probeOut {
 		}
 		ps = append(ps, p)
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].ProcID < ps[j].ProcID })
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, errA := strconv.Atoi(ps[i].ProcID)
+		b, errB := strconv.Atoi(ps[j].ProcID)
+		if errA != nil || errB != nil {
+			return ps[i].ProcID < ps[j].ProcID
+		}
+		return a < b
+	})
 	return ps
 }
 
@@ -95,13 +124,6 @@ func parseProbes(t *testing.T, out string) []probeOut {
 // code and a scancel reach the command.
 func TestSrunwrapInSlurm(t *testing.T) {
 	root, online := thisMachineRoot(t)
-	// The prolog tags the node description with the boot id.
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(root, "proc/sys/kernel/random"), 0o755)
-	os.WriteFile(filepath.Join(root, "proc/sys/kernel/random/boot_id"), boot, 0o644)
 	devDir := t.TempDir()
 	slurmharness.MakeDevices(t, devDir, []int{0, 1})
 	cfg := filepath.Join(t.TempDir(), "gpuprep.toml")
