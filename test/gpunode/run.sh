@@ -90,15 +90,18 @@ if ! skip timing; then
 	cp "$out/gres-nvml.conf" "$state/gres.conf"
 	: > "$state/slurm.conf"
 	export SLURM_CONF=$state/slurm.conf SLURM_JOB_ID=1 SLURM_JOB_USER=bench SLURM_JOB_GPUS=$all
+	# The prolog runs the health checks too ([health] prolog = true by
+	# default), so nvmlprobe --health on the job's GPUs is the floor of both
+	# runs; plain nvmlprobe is the profile's reads alone.
 	# shellcheck disable=SC2086 # $buses is one bus id per word
 	python3 "$here/times.py" "$RUNS" \
 		"prolog --dry-run (job on all $ngpu GPUs)" "$BIN/gpuprep-prolog" --dry-run --state-dir "$state/spool" ::: \
-		"nvmlprobe (its floor)" "$BIN/nvmlprobe" $buses ::: \
 		"prolog --health (every GPU)" "$BIN/gpuprep-prolog" --health --state-dir "$state/spool" ::: \
-		"nvmlprobe --health (its floor)" "$BIN/nvmlprobe" --health $buses ::: \
+		"nvmlprobe --health (the floor)" "$BIN/nvmlprobe" --health $buses ::: \
+		"nvmlprobe (the profile's reads only)" "$BIN/nvmlprobe" $buses ::: \
 		/bin/true /bin/true \
-		--ratio "prolog --dry-run (job on all $ngpu GPUs)/nvmlprobe (its floor)" \
-		"prolog --health (every GPU)/nvmlprobe --health (its floor)" | tee "$out/time-prolog.txt"
+		--ratio "prolog --dry-run (job on all $ngpu GPUs)/nvmlprobe --health (the floor)" \
+		"prolog --health (every GPU)/nvmlprobe --health (the floor)" | tee "$out/time-prolog.txt"
 	unset SLURM_CONF SLURM_JOB_ID SLURM_JOB_USER SLURM_JOB_GPUS
 fi
 
@@ -124,7 +127,9 @@ fi
 
 if ! skip allreduce; then
 	echo "== 5. all_reduce through srunwrap against without it"
-	if python3 -c 'import torch.distributed' 2>/dev/null; then
+	if [ "$ngpu" -lt 2 ]; then
+		echo "SKIP all_reduce: needs two GPUs or more (one rank's all_reduce moves nothing)" | tee -a "$summary"
+	elif python3 -c 'import torch.distributed' 2>/dev/null; then
 		python3 "$here/allreduce.py" --srunwrap "$BIN/srunwrap" --rounds "${ROUNDS:-3}" \
 			--json "$out/allreduce.json" | tee "$out/allreduce.txt"
 		verdict "all_reduce through srunwrap at >= 98% of the bus bandwidth ($ngpu ranks)" $?
