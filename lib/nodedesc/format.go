@@ -100,6 +100,12 @@ func decode(name string, b []byte) (*Description, error) {
 	gpus := map[int]int{}    // GPU index -> position in Node.GPUs
 	nics := map[string]int{} // NIC name -> position in Node.NICs
 	rest := string(b)
+	// One slice of the right size for the core lines (a hundred and more
+	// on a big node) rather than growing it line by line.
+	if k := strings.Count(rest, "\ncore "); k > 0 {
+		d.Node.Cores = make([]topo.Core, 0, k)
+	}
+	var f []string // the fields of the current line
 	for ln := 0; rest != ""; ln++ {
 		var raw string
 		raw, rest, _ = strings.Cut(rest, "\n")
@@ -107,8 +113,8 @@ func decode(name string, b []byte) (*Description, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		f, err := fields(raw)
-		if err != nil {
+		var err error
+		if f, err = fields(f, raw); err != nil {
 			return nil, p.errorf("%v", err)
 		}
 		if ln == 0 {

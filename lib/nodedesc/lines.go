@@ -41,12 +41,13 @@ func needsQuote(s string) bool {
 	return false
 }
 
-// fields splits a line into its fields, unquoting quoted ones.
-func fields(line string) ([]string, error) {
+// fields splits a line into its fields, unquoting quoted ones; they are
+// appended to out[:0], so that a parser reuses one slice for every line.
+func fields(out []string, line string) ([]string, error) {
+	out = out[:0]
 	if !strings.ContainsRune(line, '"') && !strings.Contains(line, "  ") && line[0] != ' ' && line[len(line)-1] != ' ' {
-		return strings.Split(line, " "), nil // as lineWriter writes it: the common case
+		return splitPlain(out, line), nil // as lineWriter writes it: the common case
 	}
-	var out []string
 	for line != "" {
 		if line[0] == ' ' {
 			line = line[1:]
@@ -76,6 +77,18 @@ func fields(line string) ([]string, error) {
 		return nil, errors.New("blank line")
 	}
 	return out, nil
+}
+
+// splitPlain appends the space-separated fields of line to out.
+func splitPlain(out []string, line string) []string {
+	for {
+		f, rest, more := strings.Cut(line, " ")
+		out = append(out, f)
+		if !more {
+			return out
+		}
+		line = rest
+	}
 }
 
 // set, ints and list write a CPU set, numbers and words, "-" when empty.
