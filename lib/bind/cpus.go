@@ -94,7 +94,9 @@ func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
 	for i, r := range ranks {
 		p := &plans[i]
 		if in.Config.CPUBinding == srunconf.CPUKeep && narrower {
-			p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", in.Allowed, in.JobCPUs)
+			if !in.Brief {
+				p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", in.Allowed, in.JobCPUs)
+			}
 			if t := rankTarget(n, r); !t.cpus.IsEmpty() && t.cpus.Intersection(in.Allowed).IsEmpty() {
 				p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("the task's CPU binding %s has no CPU in %s (%s): host memory and launches cross NUMA nodes; use --cpu-bind=none or srunwrap.cpu_binding = \"replace\"", in.Allowed, t.from, t.cpus)})
 			}
@@ -104,7 +106,7 @@ func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
 		wants[i] = rankWant(n, r, pool, p)
 	}
 	for _, g := range groupWants(wants) {
-		splitGroup(n, g, wants, plans)
+		splitGroup(n, g, wants, plans, in.Brief)
 	}
 	for i := range plans {
 		if wants[i] != nil {
@@ -114,7 +116,9 @@ func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
 	if in.Config.CPUBinding == srunconf.CPUOff {
 		for i := range plans {
 			if wants[i] != nil {
-				plans[i].CPUsFrom = fmt.Sprintf("left as it is (srunwrap.cpu_binding = off; the plan was %s)", plans[i].CPUs)
+				if !in.Brief {
+					plans[i].CPUsFrom = fmt.Sprintf("left as it is (srunwrap.cpu_binding = off; the plan was %s)", plans[i].CPUs)
+				}
 				plans[i].CPUs = cpuset.Set{}
 			}
 		}
@@ -217,7 +221,8 @@ func groupWants(wants []*want) [][]int {
 // splitGroup shares the group's CPUs among its ranks: contiguous runs of
 // whole cores in core order, as even as possible (the first runs one core
 // longer). With fewer cores than ranks, ranks share cores, with a warning.
-func splitGroup(n *topo.Node, group []int, wants []*want, plans []Plan) {
+// brief leaves CPUsFrom unset (Input.Brief).
+func splitGroup(n *topo.Node, group []int, wants []*want, plans []Plan, brief bool) {
 	all := cpuset.Set{}
 	for _, i := range group {
 		all = all.Union(wants[i].cpus)
@@ -254,9 +259,11 @@ func splitGroup(n *topo.Node, group []int, wants []*want, plans []Plan) {
 		}
 		p := &plans[i]
 		p.CPUs = run
-		p.CPUsFrom = wants[i].from
-		if k > 1 {
-			p.CPUsFrom += fmt.Sprintf(", run %d of %d (%s)", j+1, k, plural(len(group), "rank shares them", "ranks share them"))
+		if !brief {
+			p.CPUsFrom = wants[i].from
+			if k > 1 {
+				p.CPUsFrom += fmt.Sprintf(", run %d of %d (%s)", j+1, k, plural(len(group), "rank shares them", "ranks share them"))
+			}
 		}
 		if m < k {
 			p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("%d ranks share %s (%s): ranks share cores", k, plural(m, "core", "cores"), all)})

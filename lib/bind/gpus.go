@@ -152,10 +152,8 @@ func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
 		if v.misread && v.g.UUID != "" {
 			name = v.g.UUID
 		}
-		if n == 1 {
-			c.From = fmt.Sprintf("%s=%s (the one visible GPU)", v.src, v.entry)
-		} else {
-			c.From = fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, v.entry, i, nr, i, n)
+		if !in.Brief {
+			c.From = gpuFrom(v, i, nr, n)
 		}
 		switch {
 		case narrow && (n > 1 || v.src != "CUDA_VISIBLE_DEVICES" || name != v.entry):
@@ -298,4 +296,12 @@ func joinInts(l []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ",")
+}
+
+// gpuFrom says where local rank i of nr got the GPU v, one of n visible.
+func gpuFrom(v visible, i, nr, n int) string {
+	if n == 1 {
+		return fmt.Sprintf("%s=%s (the one visible GPU)", v.src, v.entry)
+	}
+	return fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, v.entry, i, nr, i, n)
 }

@@ -100,8 +100,8 @@ func numaDistance(n *topo.Node, a, b int) int {
 // whose nearest ports are the same set share them out in rank order: with
 // at least as many ports as ranks each rank gets its own (ports j, j+k,
 // ... of k ranks), with fewer they take them round robin.
-func planHCAs(n *topo.Node, ranks []rank, plans []Plan) {
-	ports := usablePorts(n)
+func planHCAs(in Input, ranks []rank, plans []Plan) {
+	ports := usablePorts(in.Node)
 	type near struct {
 		ports []hcaPort
 		path  topo.PCIPath
@@ -120,7 +120,7 @@ func planHCAs(n *topo.Node, ranks []rank, plans []Plan) {
 		if k := slices.IndexFunc(ranks[:i], func(o rank) bool { return o.gpu == r.gpu }); k >= 0 {
 			nears[i] = nears[k] // the same GPU as an earlier rank
 		} else {
-			b, path := nearestPorts(n, r.gpu, ports)
+			b, path := nearestPorts(in.Node, r.gpu, ports)
 			nears[i] = near{b, path}
 		}
 		b := nears[i].ports
@@ -145,6 +145,9 @@ func planHCAs(n *topo.Node, ranks []rank, plans []Plan) {
 			}
 			p := &plans[i]
 			p.HCAs = mine
+			if in.Brief {
+				continue
+			}
 			p.HCAFrom = fmt.Sprintf("%s: %s (%s) of GPU %d", strings.Join(mine, ","), pathWords[nears[i].path], nears[i].path, ranks[i].gpu.Index)
 			if k > 1 || m > len(mine) {
 				p.HCAFrom += fmt.Sprintf("; %s equally near, shared out among %s", plural(m, "port", "ports"), plural(k, "rank", "ranks"))

@@ -40,28 +40,43 @@ func planMemory(in Input, ranks []rank, cpus []cpuset.Set, plans []Plan) {
 		if k := slices.Index(nodes, primary); k > 0 {
 			nodes = append([]int{primary}, slices.Delete(nodes, k, k+1)...)
 		}
-		p.MemFrom = "NUMA " + nodeWord(nodes) + " of the CPUs"
+		cpuNodes := nodes
 		var gpuMem []int
 		for _, g := range ranks[i].gpus {
 			gpuMem = append(gpuMem, gpuMemoryNodes(n, g)...)
 		}
-		switch {
-		case len(gpuMem) > 0 && in.Config.GPUMemoryNodes:
+		if in.Config.GPUMemoryNodes {
 			for _, m := range gpuMem {
 				if !slices.Contains(nodes, m) {
 					nodes = append(nodes, m)
 				}
 			}
-			p.MemFrom += fmt.Sprintf(" and the GPU's memory %s (srunwrap.gpu_memory_nodes)", nodeWord(gpuMem))
-		case len(gpuMem) > 0:
-			p.MemFrom += fmt.Sprintf(", not the GPU's CPU-less memory %s (srunwrap.gpu_memory_nodes = false)", nodeWord(gpuMem))
 		}
-		if len(nodes) == 0 || len(nodes) == len(n.NUMA) {
-			p.MemFrom = fmt.Sprintf("left as it is (%s: every NUMA node of this node)", p.MemFrom)
-			continue
+		whole := len(nodes) == 0 || len(nodes) == len(n.NUMA)
+		if !in.Brief {
+			p.MemFrom = memFrom(cpuNodes, gpuMem, in.Config.GPUMemoryNodes, whole)
 		}
-		p.MemNodes = nodes
+		if !whole {
+			p.MemNodes = nodes
+		}
 	}
+}
+
+// memFrom says where a rank's memory nodes came from: the NUMA nodes of
+// its CPUs, its GPU's CPU-less memory nodes gpuMem (added withGPUMem), or
+// nothing when they are the whole node.
+func memFrom(cpuNodes, gpuMem []int, withGPUMem, whole bool) string {
+	s := "NUMA " + nodeWord(cpuNodes) + " of the CPUs"
+	switch {
+	case len(gpuMem) > 0 && withGPUMem:
+		s += fmt.Sprintf(" and the GPU's memory %s (srunwrap.gpu_memory_nodes)", nodeWord(gpuMem))
+	case len(gpuMem) > 0:
+		s += fmt.Sprintf(", not the GPU's CPU-less memory %s (srunwrap.gpu_memory_nodes = false)", nodeWord(gpuMem))
+	}
+	if whole {
+		return fmt.Sprintf("left as it is (%s: every NUMA node of this node)", s)
+	}
+	return s
 }
 
 // gpuMemoryNodes are the CPU-less NUMA nodes holding a GPU's memory: those

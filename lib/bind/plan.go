@@ -31,6 +31,12 @@ type Input struct {
 	// read gres.conf; nil when unknown: Slurm's indexes are then taken as
 	// the node's, in PCI bus order (as gpuprep-gres writes gres.conf).
 	SlurmGPUs []int
+	// Brief skips the explanations: the plans' From texts (GPUChoice.From,
+	// CPUsFrom, MemFrom, HCAFrom) are not worked out, so read them only
+	// from a plan made without Brief (--explain). Everything else,
+	// Warnings included, is the same. A task that only applies its plan
+	// sets it: it saves formatting a few strings for every local rank.
+	Brief bool
 }
 
 // Warning is something a rank's user should know. Check is one of
@@ -139,6 +145,6 @@ func planNode(in Input, nranks int) []Plan {
 	ranks := chooseGPUs(in, vis, plans)
 	eff := planCPUs(in, ranks, plans)
 	planMemory(in, ranks, eff, plans)
-	planHCAs(in.Node, ranks, plans)
+	planHCAs(in, ranks, plans)
 	return plans
 }

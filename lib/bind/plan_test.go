@@ -454,7 +454,7 @@ func TestHCAFilters(t *testing.T) {
 func BenchmarkPlanRank(b *testing.B) {
 	n := shapeNode(b, "dgxh100")
 	in := Input{Node: n, Task: taskEnv(b, 3, 8, map[string]string{"CUDA_VISIBLE_DEVICES": seq(8), "SLURM_STEP_GPUS": seq(8)}),
-		Allowed: allCPUs(n), JobCPUs: allCPUs(n), Config: defaults()}
+		Allowed: allCPUs(n), JobCPUs: allCPUs(n), Config: defaults(), Brief: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		PlanRank(in, 3)

@@ -1,12 +1,15 @@
 package bind
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
 	"gpuprep/lib/nodedesc"
+	"gpuprep/lib/srunconf"
 )
 
 // Every fixture shape, as srunwrap gets it (nodedesc.ForTask: the same
@@ -39,5 +42,43 @@ func TestEveryShape(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Brief (srunwrap's per-task path) changes nothing but the From texts:
+// every shape, two ranks per GPU, with each CPU binding and memory
+// setting, a task bound narrower than the job (cpu_binding keep keeps it)
+// and GPU memory nodes on or off.
+func TestBriefSamePlan(t *testing.T) {
+	for _, shape := range testroot.Names() {
+		n := shapeNode(t, shape)
+		all := allCPUs(n)
+		for _, cfg := range []srunconf.SrunwrapSection{
+			defaults(),
+			{CPUBinding: srunconf.CPUReplace, Memory: srunconf.MemPreferred, GPUMemoryNodes: true},
+			{CPUBinding: srunconf.CPUOff, Memory: srunconf.MemOff},
+		} {
+			for _, allowed := range []cpuset.Set{all, cpuset.New(all.Min())} {
+				in := Input{Node: n, Task: taskEnv(t, 0, 2*len(n.GPUs), map[string]string{"CUDA_VISIBLE_DEVICES": seq(len(n.GPUs))}),
+					Allowed: allowed, JobCPUs: all, Config: cfg}
+				full := PlanNode(in)
+				in.Brief = true
+				brief := PlanNode(in)
+				for i := range full {
+					if full[i].GPU != nil {
+						g := *full[i].GPU
+						g.From = ""
+						full[i].GPU = &g
+					}
+					full[i].CPUsFrom, full[i].MemFrom, full[i].HCAFrom = "", "", ""
+					brief[i].CPUsFrom, brief[i].MemFrom, brief[i].HCAFrom = "", "", ""
+				}
+				a, _ := json.Marshal(full)
+				b, _ := json.Marshal(brief)
+				if string(a) != string(b) {
+					t.Errorf("%s, %+v, allowed %s: Brief changes the plan:\n%s\n%s", shape, cfg, allowed, a, b)
+				}
+			}
+		}
 	}
 }

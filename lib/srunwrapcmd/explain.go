@@ -51,7 +51,7 @@ func explainMain(e cmdenv.Env, f flags, in *inputs) int {
 		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitMismatch, fmt.Errorf("cannot read the node: %v", in.nodeErr))
 	}
 	x := explanation{Node: in.nodeName, Source: in.source, Config: in.cfgFrom}
-	bi := in.bindInput()
+	bi := in.bindInput(false)
 	task, by := in.task, "the Slurm step (SLURM_STEP_TASKS_PER_NODE)"
 	if in.taskErr != nil || f.tasks > 0 {
 		// A whole-node job: every CPU is the job's.

@@ -63,9 +63,10 @@ func gather(e cmdenv.Env, f flags, sys system) *inputs {
 	return in
 }
 
-// bindInput is the planner's input for this task.
-func (in *inputs) bindInput() bind.Input {
-	bi := bind.Input{Node: in.node, Task: in.task, Allowed: in.allowed, JobCPUs: in.job, Config: in.srunwrap}
+// bindInput is the planner's input for this task; brief when the plans'
+// From texts are not printed (only --explain prints them).
+func (in *inputs) bindInput(brief bool) bind.Input {
+	bi := bind.Input{Node: in.node, Task: in.task, Allowed: in.allowed, JobCPUs: in.job, Config: in.srunwrap, Brief: brief}
 	if in.desc != nil {
 		bi.SlurmGPUs = in.desc.SlurmGPUs
 	}

@@ -44,7 +44,7 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 		for _, p := range in.problems() {
 			d.input(p)
 		}
-		p := bind.PlanRank(in.bindInput(), in.task.LocalID)
+		p := bind.PlanRank(in.bindInput(true), in.task.LocalID)
 		plan = &p
 		for _, w := range p.Warnings {
 			d.check(w.Check, w.Msg)

@@ -22,7 +22,7 @@ func taskPrologMain(e cmdenv.Env, f flags, in *inputs) int {
 		}
 		return cmdenv.ExitOK // nothing to export; the task runs as it is
 	}
-	p := bind.PlanRank(in.bindInput(), in.task.LocalID)
+	p := bind.PlanRank(in.bindInput(true), in.task.LocalID)
 	for _, w := range p.Warnings {
 		warnf(e.Stderr, f.quiet, "rank %d: %s", in.task.ProcID, w.Msg)
 	}
