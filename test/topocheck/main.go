@@ -34,7 +34,8 @@ const synopsis = `usage: topocheck gres --topo topo-m.txt --gres gres.json
 Compares gpuprep with nvidia-smi topo -m (the file --topo). gres: the output
 of gpuprep-gres --format json: one gres device per GPU, Links= equal to the
 NV# counts, the CPUs of Cores= equal to the CPU Affinity, the GPU's NUMA node
-equal to the NUMA Affinity. ranks: the output of srunwrap --explain --json:
+equal to the NUMA Affinity, its nearest NICs (and their PCIe level) equal to
+topo -m's. ranks: the output of srunwrap --explain --json:
 every rank on a GPU, GPUs shared evenly, CPUs within the GPU's CPU Affinity
 and disjoint, memory bound to the NUMA Affinity, HCAs among the GPU's nearest
 NICs; with --gres also whole cores. Exit 0: all agree; 1: a mismatch; 2: an
