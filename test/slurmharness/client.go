@@ -277,7 +277,27 @@ func (c *Cluster) NodeInfo() (map[string]string, error) {
 
 // Resume puts a drained node back (scontrol update state=resume) and waits up
 // to 10 s for it to be idle; it fails the test otherwise.
+//
+// After a failed prolog, slurmd registers again with ESLURMD_PROLOG_FAILED
+// and slurmctld drains the node ("Prolog error") on that message unless it
+// is drained already. When the prolog drained the node itself first
+// (gpuprep's drain_reason), that message can arrive after the resume and
+// undo it (seen in CI: re-drained 8 ms after the resume). So Resume watches
+// the node for a second after it is idle and, if it drains again with
+// "Prolog error", resumes it once more, as an admin would.
 func (c *Cluster) Resume() {
+	c.t.Helper()
+	c.resume()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if st, reason := c.NodeState(); strings.HasPrefix(st, "drain") && reason == "Prolog error" {
+			c.t.Logf("slurmharness: node %s drained again by the failed prolog's late registration; resuming again", c.Node)
+			c.resume()
+			return
+		}
+	}
+}
+
+func (c *Cluster) resume() {
 	c.t.Helper()
 	if _, _, err := c.Run(context.Background(), "scontrol", "update", "nodename="+c.Node, "state=resume"); err != nil {
 		c.t.Fatalf("slurmharness: resume: %v", err)
