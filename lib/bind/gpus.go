@@ -63,6 +63,10 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 	}
 	cvd := deviceList(t.VisibleDevices)
 	positional := len(t.StepGPUs) > 0 && !sameIndexes(t.VisibleDevices, t.StepGPUs)
+	var stepGPUs []*topo.GPU // the step's GPUs, for how CUDA numbers them
+	for _, s := range t.StepGPUs {
+		stepGPUs = append(stepGPUs, in.slurmGPU(s))
+	}
 	out := make([]visible, 0, len(t.VisibleDevices))
 	for _, d := range t.VisibleDevices {
 		v := visible{entry: d.String(), src: "CUDA_VISIBLE_DEVICES"}
@@ -92,7 +96,7 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 			if v.g == nil {
 				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %d is not among this node's GPUs (%s)", cvd, i, gpuIndexes(n))
 			}
-			v.misread = !in.cudaReads(d.Index, v.g, positional)
+			v.misread = !in.cudaReads(d.Index, v.g, stepGPUs, positional)
 		}
 		out = append(out, v)
 	}
@@ -177,13 +181,10 @@ func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
 // positional case). Slurm numbers GPUs in gres.conf order, so the two agree
 // only where gres.conf follows the bus order. When CUDA_VISIBLE_DEVICES
 // equals SLURM_STEP_GPUS and the step has GPUs 0..k-1, both readings are
-// possible, and both must give g.
-func (in Input) cudaReads(i int, g *topo.GPU, positional bool) bool {
+// possible, and both must give g. stepGPUs are the node's GPUs of
+// SLURM_STEP_GPUS, in its order.
+func (in Input) cudaReads(i int, g *topo.GPU, stepGPUs []*topo.GPU, positional bool) bool {
 	step := in.Task.StepGPUs
-	var stepGPUs []*topo.GPU
-	for _, s := range step {
-		stepGPUs = append(stepGPUs, in.slurmGPU(s))
-	}
 	confined := len(step) > 0 && (positional || isFirstIndexes(step))
 	if confined && cudaIndex(stepGPUs, g) != i {
 		return false

@@ -38,11 +38,11 @@ func TestCapturedNodes(t *testing.T) {
 					t.Errorf("%s: exit %d\n%s%s", what, code, out, errs)
 				}
 			}
-			check("gres (procfs, the capture)", "gres", "--topo", topo, "--gres", gresJSON(t, root, "procfs"))
+			gres := gresJSON(t, root, "procfs")
+			check("gres (procfs, the capture)", "gres", "--topo", topo, "--gres", gres)
 			if nvml := filepath.Join(ref, "gres-nvml.json"); exists(nvml) {
 				check("gres (NVML, on the node)", "gres", "--topo", topo, "--gres", nvml)
 			}
-			gres := gresJSON(t, root, "procfs")
 			m, err := topom.Parse([]byte(readFile(t, topo)))
 			if err != nil {
 				t.Fatal(err)

@@ -73,16 +73,10 @@ func checkNearNICs(r *report, m *topom.Matrix, tg topom.GPU, ng *gresGPU) {
 	if len(m.NICs) == 0 {
 		return
 	}
-	best := topom.SYS
-	for _, p := range tg.NICs {
-		best = min(best, p)
-	}
 	var want []string
-	if best < topom.SYS {
-		for j, p := range tg.NICs {
-			if p == best {
-				want = append(want, m.NICs[j]+"("+best.String()+")")
-			}
+	if best, names := nearestNICs(tg, m.NICs); best < topom.SYS {
+		for _, n := range names {
+			want = append(want, n+"("+best.String()+")")
 		}
 	}
 	var got []string

@@ -109,16 +109,7 @@ func checkHCAs(r *report, id, gi int, tg topom.GPU, nics []string, hcas []string
 	if len(nics) == 0 {
 		return
 	}
-	best := topom.SYS
-	for _, p := range tg.NICs {
-		best = min(best, p)
-	}
-	var nearest []string
-	for j, p := range tg.NICs {
-		if p == best {
-			nearest = append(nearest, nics[j])
-		}
-	}
+	best, nearest := nearestNICs(tg, nics)
 	if len(hcas) == 0 {
 		if best < topom.SYS {
 			r.bad("rank %d: no HCA, topo -m puts %s at %s from GPU %d", id, strings.Join(nearest, ","), best, gi)
@@ -165,4 +156,20 @@ func numaCount(m *topom.Matrix) int {
 		}
 	}
 	return len(seen)
+}
+
+// nearestNICs is the PCIe level of the NICs topo -m puts nearest GPU tg
+// and their names (from nics, topo -m's NIC names by column).
+func nearestNICs(tg topom.GPU, nics []string) (topom.Path, []string) {
+	best := topom.SYS
+	for _, p := range tg.NICs {
+		best = min(best, p)
+	}
+	var names []string
+	for j, p := range tg.NICs {
+		if p == best {
+			names = append(names, nics[j])
+		}
+	}
+	return best, names
 }
