@@ -39,13 +39,14 @@ func Main(e cli.Env) int {
 	const prog = "gpuprep-gres"
 	stdout, stderr := e.Stdout, e.Stderr
 	var c cli.Common
-	var format, check, nodeName string
+	var format, check, nodeName, slurmConf string
 	var numaAsSocket, nodeNameLines bool
 	fs := cli.NewFlagSet(prog, synopsis, stderr)
 	fs.StringVar(&format, "format", "gres", "gres|slurm|table|json")
 	fs.StringVar(&check, "check", "", "compare this gres.conf with the hardware (exit 1 on mismatch)")
 	fs.StringVar(&nodeName, "node-name", "", "NodeName to use (default: the short hostname)")
-	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket); default: [gres] numa_as_socket, \"auto\": when NUMA nodes split sockets")
+	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket), or =false real sockets; default: [gres] numa_as_socket, \"auto\": what slurmd will count, per SlurmdParameters in the node's slurm.conf")
+	fs.StringVar(&slurmConf, "slurm-conf", "", "read SlurmdParameters from this slurm.conf (a file on this machine) instead of the node's (SLURM_CONF, /etc/slurm/slurm.conf, the configless copy)")
 	fs.BoolVar(&nodeNameLines, "node-name-lines", false, "start every gres.conf line with NodeName=<node> (a gres.conf shared by several nodes, or configless Slurm)")
 	c.Register(fs)
 	if done, code := cli.Parse(fs, &c, e.Args, stdout); done {
@@ -99,6 +100,12 @@ func Main(e cli.Env) int {
 	}
 	opt := gresgen.OptionsFromConfig(cfg, numaFlag, nodeName)
 	opt.NodeNameLines = nodeNameLines
+	// What slurmd will count as sockets: the default follows it, an
+	// explicit choice is held against it.
+	if opt.Slurmd, err = gresgen.ReadSlurmdView(c.HostRoot(), e.Getenv("SLURM_CONF"), slurmConf); err != nil {
+		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+	}
+	log.Debug("slurmd sockets", "view", opt.Slurmd.Sockets, "conf", opt.Slurmd.Conf, "where", opt.Slurmd.Where)
 	res, err := gresgen.Plan(node, opt)
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)

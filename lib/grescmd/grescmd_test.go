@@ -142,41 +142,119 @@ func TestGresMockDGXH100(t *testing.T) {
 	}
 }
 
-// TestGresNUMASmallerThanSocket: on an NPS4 node numa_as_socket = "auto"
-// (the default) counts NUMA nodes as sockets and says that slurm.conf needs
-// numa_node_as_socket; --numa-as-socket=false or numa_as_socket = false
-// count real sockets and warn that the GPUs' cores split them.
+// TestGresNUMASmallerThanSocket: on an NPS4 node (dgxa100: 2 sockets, 8
+// NUMA nodes, 32 L3 caches) the default node line counts what slurmd will
+// register: real sockets where no slurm.conf is found (saying so, and that
+// the GPUs' cores split them, with the fix), NUMA nodes where slurm.conf
+// sets numa_node_as_socket, L3 caches with l3cache_as_socket.
+// --numa-as-socket and numa_as_socket = false win, with a warning where
+// slurmd will count otherwise.
 func TestGresNUMASmallerThanSocket(t *testing.T) {
 	root := testroot.Shared(t, "dgxa100")
-	base := []string{"--root", root, "--gpu-backend", "mock:dgxa100"}
-	out, stderr, code := gres(append(base, "--format", "slurm")...)
-	if code != 0 || !strings.HasPrefix(out, "# needs SlurmdParameters=numa_node_as_socket in slurm.conf\n") ||
-		!strings.Contains(out, "Sockets=8 CoresPerSocket=16 ThreadsPerCore=2") ||
-		!strings.Contains(stderr, `warning: numa_as_socket = "auto": the node line counts the 8 NUMA nodes as sockets`) ||
-		strings.Contains(stderr, "socket boundaries") {
-		t.Errorf("auto: exit %d\n%s%s", code, out, stderr)
+	base := []string{"--root", root, "--gpu-backend", "procfs"}
+	dir := t.TempDir()
+	numaConf := filepath.Join(dir, "numa.conf")
+	os.WriteFile(numaConf, []byte("ClusterName=c\nSlurmdParameters=numa_node_as_socket\n"), 0o644)
+	l3Conf := filepath.Join(dir, "l3.conf")
+	os.WriteFile(l3Conf, []byte("SlurmdParameters=l3cache_as_socket\n"), 0o644)
+	falseCfg := filepath.Join(dir, "false.toml")
+	os.WriteFile(falseCfg, []byte("[gres]\nnuma_as_socket = false\n"), 0o644)
+	cases := []struct {
+		name      string
+		args      []string
+		line      string
+		first     string // the output's first line
+		inStderr  []string
+		notStderr string
+	}{
+		{"no slurm.conf", nil, "Sockets=2 CoresPerSocket=64 ThreadsPerCore=2",
+			"# Sockets=2 counts real sockets, as slurmd will: no slurm.conf found (SLURM_CONF is not set; neither /etc/slurm/slurm.conf nor /run/slurm/conf/slurm.conf exists)",
+			[]string{"socket boundaries", "the node line counts real sockets, as slurmd will: no slurm.conf found",
+				"fix: set SlurmdParameters=numa_node_as_socket in slurm.conf, restart slurmd"}, ""},
+		{"numa_node_as_socket", []string{"--slurm-conf", numaConf}, "Sockets=8 CoresPerSocket=16 ThreadsPerCore=2",
+			"# Sockets=8 counts NUMA nodes, as slurmd will: " + numaConf + ":2 sets SlurmdParameters=numa_node_as_socket",
+			nil, "socket boundaries"},
+		{"l3cache_as_socket", []string{"--slurm-conf", l3Conf}, "Sockets=32 CoresPerSocket=4 ThreadsPerCore=2",
+			"# Sockets=32 counts L3 caches, as slurmd will: " + l3Conf + ":1 sets SlurmdParameters=l3cache_as_socket",
+			nil, "socket boundaries"},
+		{"--numa-as-socket", []string{"--numa-as-socket"}, "Sockets=8 CoresPerSocket=16",
+			"# needs SlurmdParameters=numa_node_as_socket in slurm.conf", nil, "socket boundaries"},
+		{"--numa-as-socket=false", []string{"--numa-as-socket=false", "--slurm-conf", numaConf}, "Sockets=2 CoresPerSocket=64",
+			"# Sockets=2 counts real sockets, as --numa-as-socket=false asks",
+			[]string{"socket boundaries", "slurmd will register Sockets=8: " + numaConf + ":2 sets SlurmdParameters=numa_node_as_socket"}, ""},
+		{"numa_as_socket = false", []string{"--config", falseCfg}, "Sockets=2 CoresPerSocket=64",
+			"# Sockets=2 counts real sockets, as [gres] numa_as_socket = false asks",
+			[]string{"socket boundaries", "without [gres] numa_as_socket = false"}, ""},
 	}
-	out, _, _ = gres(base...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := gres(append(append(append([]string{}, base...), c.args...), "--format", "slurm")...)
+			first, _, _ := strings.Cut(out, "\n")
+			if code != 0 || !strings.Contains(out, c.line) || first != c.first ||
+				(c.notStderr != "" && strings.Contains(stderr, c.notStderr)) {
+				t.Errorf("exit %d, want %q first and %q\n%s%s", code, c.first, c.line, out, stderr)
+			}
+			for _, w := range c.inStderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+	out, _, _ := gres(append(base, "--numa-as-socket")...)
 	if !strings.Contains(out, "# slurm.conf needs SlurmdParameters=numa_node_as_socket for this node\n") {
-		t.Errorf("auto: gres.conf does not say slurm.conf needs numa_node_as_socket:\n%s", out)
+		t.Errorf("--numa-as-socket: gres.conf does not say slurm.conf needs numa_node_as_socket:\n%s", out)
 	}
-	out, stderr, _ = gres(append(base, "--numa-as-socket", "--format", "slurm")...)
-	if !strings.Contains(out, "Sockets=8 CoresPerSocket=16 ThreadsPerCore=2") || strings.Contains(stderr, "socket boundaries") || strings.Contains(stderr, "auto") {
-		t.Errorf("--numa-as-socket: %q / %q", out, stderr)
+	out, _, _ = gres(append(base, "--slurm-conf", numaConf)...)
+	if strings.Contains(out, "needs") {
+		t.Errorf("slurm.conf with numa_node_as_socket: gres.conf says it needs it:\n%s", out)
 	}
-	noConf := filepath.Join(t.TempDir(), "false.toml")
-	os.WriteFile(noConf, []byte("[gres]\nnuma_as_socket = false\n"), 0o644)
-	for _, args := range [][]string{{"--numa-as-socket=false"}, {"--config", noConf}} {
-		out, stderr, _ := gres(append(append(base, args...), "--format", "slurm")...)
-		if !strings.Contains(out, "Sockets=2 CoresPerSocket=64") || strings.Contains(out, "numa_node_as_socket") ||
-			!strings.Contains(stderr, "socket boundaries") || !strings.Contains(stderr, "numa_node_as_socket") {
-			t.Errorf("%v: %q / %q", args, out, stderr)
+	// A node whose NUMA nodes are its sockets: no warning either way.
+	for _, args := range [][]string{nil, {"--slurm-conf", numaConf}} {
+		out, stderr, _ := gres(append([]string{"--root", testroot.Shared(t, "dgxh100"), "--gpu-backend", "mock:dgxh100", "--format", "slurm"}, args...)...)
+		if strings.Contains(out, "needs") || !strings.Contains(out, "Sockets=2 CoresPerSocket=56") || stderr != "" {
+			t.Errorf("dgxh100 %v: %q / %q", args, out, stderr)
 		}
 	}
-	// A node whose NUMA nodes are its sockets: auto changes nothing.
-	out, stderr, _ = gres("--root", testroot.Shared(t, "dgxh100"), "--gpu-backend", "mock:dgxh100", "--format", "slurm")
-	if strings.Contains(out, "numa_node_as_socket") || !strings.Contains(out, "Sockets=2 CoresPerSocket=56") || strings.Contains(stderr, "auto") {
-		t.Errorf("dgxh100: %q / %q", out, stderr)
+}
+
+// TestGresCheckNodeLine: --check also holds the slurm.conf NodeName= line
+// for this node against what slurmd will register. A line written with
+// NUMA nodes as sockets (the NPS4 node line gpuprep-gres used to print by
+// default) is a mismatch where slurm.conf lacks numa_node_as_socket, and
+// right where it has it; so is the real-socket line the other way round.
+func TestGresCheckNodeLine(t *testing.T) {
+	root := testroot.Shared(t, "dgxa100")
+	base := []string{"--root", root, "--gpu-backend", "procfs"}
+	dir := t.TempDir()
+	gresConf, stderr, code := gres(base...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	gresFile := filepath.Join(dir, "gres.conf")
+	os.WriteFile(gresFile, []byte(gresConf), 0o644)
+	numaLine := "NodeName=dgxa100-0[1-4] CPUs=256 Sockets=8 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:9\n"
+	realLine := "NodeName=dgxa100-01 CPUs=256 Boards=1 SocketsPerBoard=2 CoresPerSocket=64 ThreadsPerCore=2\n"
+	for _, c := range []struct {
+		name, conf string
+		code       int
+		report     string
+	}{
+		{"NUMA line, no parameter", "ClusterName=c\n" + numaLine, 1,
+			"slurm.conf:2: NodeName=dgxa100-01 has Sockets=8 CoresPerSocket=16, but slurmd will register Sockets=2 CoresPerSocket=64 (it counts real sockets: "},
+		{"NUMA line with numa_node_as_socket", "SlurmdParameters=numa_node_as_socket\n" + numaLine, 0, "matches the hardware"},
+		{"real line", realLine, 0, "matches the hardware"},
+		{"real line with numa_node_as_socket", "SlurmdParameters=numa_node_as_socket\n" + realLine, 1,
+			"has SocketsPerBoard=2 CoresPerSocket=64, but slurmd will register SocketsPerBoard=8 CoresPerSocket=16 (it counts NUMA nodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conf := filepath.Join(t.TempDir(), "slurm.conf")
+			os.WriteFile(conf, []byte(c.conf), 0o644)
+			out, stderr, code := gres(append(base, "--check", gresFile, "--slurm-conf", conf)...)
+			if code != c.code || !strings.Contains(out, c.report) {
+				t.Errorf("exit %d, want %d and %q:\n%s%s", code, c.code, c.report, out, stderr)
+			}
+		})
 	}
 }
 

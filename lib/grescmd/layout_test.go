@@ -50,7 +50,7 @@ func TestGresSNCInterleaved(t *testing.T) {
 // CPUs are left out.
 func TestGresOddCPULayouts(t *testing.T) {
 	for _, c := range []struct{ root, line string }{
-		{"bulldozer", "CPUs=32 Sockets=4 CoresPerSocket=8 ThreadsPerCore=1"},
+		{"bulldozer", "CPUs=32 Sockets=2 CoresPerSocket=16 ThreadsPerCore=1"},
 		{"thunderx2", "CPUs=224 Sockets=2 CoresPerSocket=28 ThreadsPerCore=4"},
 		{"altra", "CPUs=80 Sockets=1 CoresPerSocket=80 ThreadsPerCore=1"},
 		{"oldkernel", "CPUs=14 Sockets=1 CoresPerSocket=7 ThreadsPerCore=2"},

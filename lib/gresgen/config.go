@@ -9,25 +9,33 @@ import (
 
 // OptionsFromConfig takes the [gres] settings. numaFlag is --numa-as-socket
 // (True or False; "" when not given) and wins over [gres] numa_as_socket,
-// whose default is Auto; --node-name (nodeName) wins too.
+// whose default is Auto: follow what slurmd will count (Options.Slurmd, from
+// the node's slurm.conf); --node-name (nodeName) wins too.
 func OptionsFromConfig(cfg *config.Config, numaFlag config.Tristate, nodeName string) Options {
 	opt := Options{NodeName: nodeName}
-	mode := config.Auto
+	mode, by := config.Auto, ""
 	if cfg != nil {
 		opt.Name = cfg.Gres.Name
 		opt.TypeNames = cfg.Gres.TypeNames
 		if cfg.Gres.NUMAAsSocket != "" {
-			mode = cfg.Gres.NUMAAsSocket
+			mode, by = cfg.Gres.NUMAAsSocket, "[gres] numa_as_socket = "+string(cfg.Gres.NUMAAsSocket)
 		}
 		if p, err := cfg.Profile(cfg.Selection.DefaultProfile); err == nil {
 			opt.Housekeeping, _ = p.Setting("housekeeping_cpus")
 		}
 	}
 	if numaFlag != "" {
-		mode = numaFlag
+		mode, by = numaFlag, "--numa-as-socket"
+		if numaFlag == config.False {
+			by += "=false"
+		}
 	}
-	opt.NUMAAsSocket = mode == config.True
-	opt.NUMAAsSocketAuto = mode == config.Auto
+	switch mode {
+	case config.True:
+		opt.Sockets, opt.SocketsBy = SocketsNUMA, by
+	case config.False:
+		opt.Sockets, opt.SocketsBy = SocketsReal, by
+	}
 	return opt
 }
 

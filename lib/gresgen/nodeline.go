@@ -7,26 +7,19 @@ import (
 	"gpuprep/lib/topo"
 )
 
-// nodeLine builds the slurm.conf node line: the counts slurmd -C would print
-// (Sockets, CoresPerSocket, ThreadsPerCore, RealMemory) and Gres= from the
-// generated records. With NUMAAsSocket, CPU NUMA nodes count as sockets.
-func nodeLine(node *topo.Node, devs []Device, opt Options) (NodeLine, bool) {
+// nodeLine builds the slurm.conf node line: the counts slurmd will register
+// (CPUs, ThreadsPerCore, RealMemory, and sockets as many as given, each of
+// CoresPerSocket cores) and Gres= from the generated records.
+func nodeLine(node *topo.Node, devs []Device, opt Options, sockets int) NodeLine {
 	nl := NodeLine{
 		NodeName:       opt.NodeName,
 		CPUs:           len(node.CPUs),
-		Sockets:        len(node.Sockets),
+		Sockets:        sockets,
 		ThreadsPerCore: node.ThreadsPerCore(),
 		RealMemory:     node.MemoryMiB,
 	}
 	if nl.NodeName == "" {
 		nl.NodeName = node.Hostname
-	}
-	numa := false
-	if opt.NUMAAsSocket {
-		if n := len(node.CPUNUMANodes()); n > nl.Sockets {
-			nl.Sockets = n
-			numa = true
-		}
 	}
 	if nl.Sockets > 0 {
 		nl.CoresPerSocket = len(node.Cores) / nl.Sockets
@@ -46,7 +39,7 @@ func nodeLine(node *topo.Node, devs []Device, opt Options) (NodeLine, bool) {
 	for _, t := range order {
 		nl.Gres = append(nl.Gres, GresCount{Name: name, Type: t, Count: counts[t]})
 	}
-	return nl, numa
+	return nl
 }
 
 // String formats the node line as slurm.conf wants it.

@@ -17,12 +17,18 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 		opt.Name = "gpu"
 	}
 	res := &Result{nodeNameLines: opt.NodeNameLines}
-	if opt.NUMAAsSocketAuto && !opt.NUMAAsSocket && numaSmallerThanSockets(node) {
-		opt.NUMAAsSocket = true
+	view := opt.Sockets
+	if view == "" && opt.Slurmd != nil {
+		view = opt.Slurmd.Sockets
+	}
+	if view == "" {
+		view = SocketsReal
+	}
+	sockets := socketSets(node, view)
+	if opt.Slurmd != nil && opt.Slurmd.Problem != "" {
 		res.Warnings = append(res.Warnings, Warning{
-			Msg: fmt.Sprintf(`numa_as_socket = "auto": the node line counts the %d NUMA nodes as sockets, as they are smaller than the %d sockets`,
-				len(node.CPUNUMANodes()), len(node.Sockets)),
-			Fix: "set SlurmdParameters=numa_node_as_socket in slurm.conf (slurmd then counts the same), or numa_as_socket = false in [gres] for real sockets",
+			Msg: "cannot tell what slurmd counts as sockets: " + opt.Slurmd.reason(),
+			Fix: "fix slurm.conf, or give the file with --slurm-conf, or choose with --numa-as-socket[=false]",
 		})
 	}
 	gpus := append([]topo.GPU(nil), node.GPUs...)
@@ -84,8 +90,13 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 			Msg: "Links= left out: MIG devices have no NVLinks and would shift Slurm's link positions",
 		})
 	}
-	res.Warnings = append(res.Warnings, alignmentWarnings(node, gpus, opt)...)
-	res.Node, res.NeedsNUMAAsSocket = nodeLine(node, res.Devices, opt)
+	res.Warnings = append(res.Warnings, alignmentWarnings(node, gpus, view, sockets, opt)...)
+	res.Node = nodeLine(node, res.Devices, opt, len(sockets))
+	res.registered = res.Node
+	if opt.Slurmd != nil && opt.Slurmd.Sockets != "" && opt.Slurmd.Sockets != view {
+		res.registered = nodeLine(node, res.Devices, opt, len(socketSets(node, opt.Slurmd.Sockets)))
+	}
+	res.Warnings = append(res.Warnings, res.describeSockets(node, view, sockets, opt)...)
 	if opt.Housekeeping != "" {
 		ids, err := cpuSpecList(node, isolate.Spec(opt.Housekeeping))
 		if err != nil {
@@ -126,46 +137,106 @@ func linksInFileOrder(g topo.GPU, gpus []topo.GPU, self int) []int {
 	return out
 }
 
-// alignmentWarnings flags GPUs whose local cores are not whole sockets: Slurm
-// binds GRES to sockets, so such Cores= cannot be honoured unless NUMA nodes
-// are counted as sockets.
-func alignmentWarnings(node *topo.Node, gpus []topo.GPU, opt Options) []Warning {
-	groups := socketGroups(node, opt.NUMAAsSocket)
+// alignmentWarnings flags GPUs whose local cores are not whole sockets (as
+// the node line counts them, sockets their CPUs): Slurm binds GRES to
+// sockets, so such Cores= cannot be honoured. Where NUMA nodes as sockets
+// would fit, the fix says how to get them; where NUMA nodes split sockets
+// but every GPU fits, the line still says why it counts real sockets.
+func alignmentWarnings(node *topo.Node, gpus []topo.GPU, view SocketView, sockets []cpuset.Set, opt Options) []Warning {
+	groups := socketCores(node, sockets)
 	var bad []string
 	for _, g := range gpus {
 		if !isUnionOf(g.Cores, groups) {
 			bad = append(bad, fmt.Sprintf("GPU %d (cores %s)", g.Index, g.Cores))
 		}
 	}
+	split := view == SocketsReal && numaSmallerThanSockets(node)
 	if len(bad) == 0 {
-		return nil
+		if !split || opt.Sockets != "" {
+			return nil
+		}
+		return []Warning{{
+			Msg: fmt.Sprintf("the %d NUMA nodes split the %d sockets; %s", len(node.CPUNUMANodes()), len(node.Sockets), whyReal(opt)),
+			Fix: numaFix(opt),
+		}}
 	}
 	w := Warning{Msg: fmt.Sprintf("GPU affinity does not follow socket boundaries for %s", joinMax(bad, 3))}
-	if !opt.NUMAAsSocket && numaAligned(node, gpus) {
-		w.Fix = "set SlurmdParameters=numa_node_as_socket in slurm.conf and generate the node line with --numa-as-socket"
+	if view != SocketsNUMA && numaAligned(node, gpus) {
+		if view == SocketsReal {
+			w.Msg += "; " + whyReal(opt)
+		}
+		w.Fix = numaFix(opt)
 	} else {
 		w.Fix = "check the BIOS NUMA settings; Slurm will treat these GPUs as bound to whole sockets"
 	}
 	return []Warning{w}
 }
 
-// socketGroups returns the Slurm core sets Slurm treats as sockets.
-func socketGroups(node *topo.Node, numaAsSocket bool) []cpuset.Set {
-	var out []cpuset.Set
-	if numaAsSocket {
-		for _, nd := range node.CPUNUMANodes() {
-			out = append(out, node.CoresOf(nd.CPUs))
+// whyReal says why the node line counts real sockets: the flag or setting
+// that asked for them, or the slurm.conf without numa_node_as_socket.
+func whyReal(opt Options) string {
+	if opt.Sockets != "" {
+		return "the node line counts real sockets as " + opt.SocketsBy + " asks"
+	}
+	return "the node line counts real sockets, as slurmd will: " + opt.Slurmd.reason()
+}
+
+// numaFix says how to get NUMA nodes as sockets: slurmd must count them
+// (SlurmdParameters in the slurm.conf read), then the default follows.
+func numaFix(opt Options) string {
+	fix := opt.Slurmd.howTo(SocketsNUMA) + ", restart slurmd and run gpuprep-gres again"
+	if opt.Sockets != "" {
+		fix += " without " + opt.SocketsBy
+	}
+	return fix
+}
+
+// describeSockets fills in what the node line counts as sockets and why,
+// and what slurm.conf must say for slurmd to count the same; a line chosen
+// by flag or setting that slurmd (per the slurm.conf read) will not count
+// gets a warning.
+func (r *Result) describeSockets(node *topo.Node, view SocketView, sockets []cpuset.Set, opt Options) []Warning {
+	r.SocketsAs = view
+	what := viewName(view)
+	if opt.Sockets != "" {
+		r.SocketsNote = fmt.Sprintf("Sockets=%d counts %s, as %s asks", len(sockets), what, opt.SocketsBy)
+	} else {
+		r.SocketsNote = fmt.Sprintf("Sockets=%d counts %s, as slurmd will: %s", len(sockets), what, opt.Slurmd.reason())
+	}
+	if view != SocketsReal && !sameSets(sockets, socketSets(node, SocketsReal)) {
+		r.SlurmdParameter = string(view)
+		r.NeedsNUMAAsSocket = view == SocketsNUMA
+	}
+	if !opt.Slurmd.found() {
+		return nil
+	}
+	theirs := socketSets(node, opt.Slurmd.Sockets)
+	r.SlurmConfAgrees = sameSets(sockets, theirs)
+	if r.SlurmConfAgrees {
+		return nil
+	}
+	return []Warning{{
+		Msg: fmt.Sprintf("the node line counts %s (Sockets=%d) as %s asks, but slurmd will register Sockets=%d: %s",
+			what, len(sockets), opt.SocketsBy, len(theirs), opt.Slurmd.reason()),
+		Fix: fmt.Sprintf("%s and restart slurmd, or leave numa_as_socket at \"auto\" to follow slurm.conf", opt.Slurmd.howTo(view)),
+	}}
+}
+
+// sameSets says whether a and b hold the same sets in the same order.
+func sameSets(a, b []cpuset.Set) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
 		}
-		return out
 	}
-	for _, s := range node.Sockets {
-		out = append(out, cpuset.New(s.Cores...))
-	}
-	return out
+	return true
 }
 
 func numaAligned(node *topo.Node, gpus []topo.GPU) bool {
-	groups := socketGroups(node, true)
+	groups := socketCores(node, socketSets(node, SocketsNUMA))
 	for _, g := range gpus {
 		if !isUnionOf(g.Cores, groups) {
 			return false

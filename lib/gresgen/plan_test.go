@@ -114,9 +114,9 @@ func TestPlanWarnsWhenCoresSplitSockets(t *testing.T) {
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0].Fix, "numa_node_as_socket") {
 		t.Fatalf("want one warning suggesting numa_node_as_socket, got %v", res.Warnings)
 	}
-	res, _ = Plan(node, Options{NUMAAsSocket: true})
+	res, _ = Plan(node, Options{Sockets: SocketsNUMA, SocketsBy: "--numa-as-socket"})
 	if len(res.Warnings) != 0 || !res.NeedsNUMAAsSocket || res.Node.Sockets != 4 || res.Node.CoresPerSocket != 2 {
-		t.Errorf("with NUMAAsSocket: warnings %v, node %s", res.Warnings, res.Node)
+		t.Errorf("with NUMA nodes as sockets: warnings %v, node %s", res.Warnings, res.Node)
 	}
 }
 

@@ -18,14 +18,18 @@ type Options struct {
 	// or the NVML product name ("NVIDIA H100 80GB HBM3") to a short type
 	// ("h100"). A MIG type keeps the profile suffix: "h100_3g.40gb".
 	TypeNames map[string]string
-	// NUMAAsSocket counts NUMA nodes as sockets in the node line, for
-	// slurm.conf's SlurmdParameters=numa_node_as_socket.
-	NUMAAsSocket bool
-	// NUMAAsSocketAuto, when NUMAAsSocket is false, counts NUMA nodes as
-	// sockets where they are smaller than sockets (AMD NPS2/NPS4, Intel
-	// SNC): [gres] numa_as_socket = "auto". The result then warns that
-	// slurm.conf needs SlurmdParameters=numa_node_as_socket.
-	NUMAAsSocketAuto bool
+	// Sockets is what the node line counts as sockets when chosen
+	// explicitly (--numa-as-socket, [gres] numa_as_socket = true or
+	// false); "" follows Slurmd, what slurmd itself will count
+	// ([gres] numa_as_socket = "auto", the default).
+	Sockets SocketView
+	// SocketsBy names the explicit choice for the output
+	// ("--numa-as-socket=false"); "" with Sockets "".
+	SocketsBy string
+	// Slurmd is what slurmd on the node will count as sockets, from the
+	// SlurmdParameters of its slurm.conf (ReadSlurmdView); nil when not
+	// read, which counts real sockets.
+	Slurmd *SlurmdView
 	// NodeName overrides the node's short hostname.
 	NodeName string
 	// NodeNameLines starts every gres.conf line with NodeName=<node>, for
@@ -108,9 +112,25 @@ type Result struct {
 	Devices  []Device  `json:"devices"`
 	Node     NodeLine  `json:"node"`
 	Warnings []Warning `json:"warnings,omitempty"`
+	// SocketsAs is what the node line counts as sockets, and SocketsNote
+	// says why, naming the slurm.conf (and line) that decided it, or the
+	// flag or setting that chose it, or that no slurm.conf was found.
+	SocketsAs   SocketView `json:"sockets_as"`
+	SocketsNote string     `json:"sockets_note"`
+	// SlurmdParameter is the SlurmdParameters value slurm.conf must have
+	// for slurmd to count the node line's sockets ("numa_node_as_socket",
+	// "l3cache_as_socket"); "" when they are the real sockets.
+	SlurmdParameter string `json:"slurmd_parameter,omitempty"`
 	// NeedsNUMAAsSocket is set when the node line counts NUMA nodes as
-	// sockets, which slurm.conf must be told.
+	// sockets, which slurm.conf must be told (SlurmdParameter is
+	// numa_node_as_socket).
 	NeedsNUMAAsSocket bool `json:"needs_numa_node_as_socket"`
+	// SlurmConfAgrees says that the slurm.conf read already makes slurmd
+	// count the node line's sockets.
+	SlurmConfAgrees bool `json:"slurm_conf_agrees"`
 
 	nodeNameLines bool // Options.NodeNameLines, for WriteGres
+	// registered is the node line as slurmd will register it (sockets as
+	// Options.Slurmd says), for Check.
+	registered NodeLine
 }

@@ -61,6 +61,9 @@ type Conf struct {
 	// values maps each lower-case key to its last value and where it was
 	// set ("slurm.conf:12").
 	values map[string]slurmConfValue
+	// records are the record lines (NodeName= and the like) in file
+	// order, for slurmconf_nodes.go.
+	records []confRecord
 }
 
 type slurmConfValue struct {
@@ -114,6 +117,7 @@ func (c *Conf) readFile(r host.Root, file string, opened *int) error {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		if recordKeys[strings.ToLower(pairs[0][0])] {
+			c.records = append(c.records, confRecord{pairs: pairs, where: where})
 			continue
 		}
 		for _, p := range pairs {

@@ -27,6 +27,11 @@ type Node struct {
 	NICs      []NIC      `json:"nics"`
 	// GPUBackend names the backend the GPUs came from.
 	GPUBackend string `json:"gpu_backend"`
+	// L3Caches are the CPUs sharing each level-3 cache (cache/index<K>
+	// of level 3), in the order of their first CPU: what slurmd counts as
+	// sockets under SlurmdParameters=l3cache_as_socket. Empty where the
+	// kernel lists no L3.
+	L3Caches []cpuset.Set `json:"l3_caches,omitempty"`
 }
 
 // GPU is a GPU placed on the node: the backend's facts plus where it sits.
@@ -79,6 +84,7 @@ func Discover(r host.Root, b gpu.Backend, opt Options) (*Node, error) {
 		return nil, err
 	}
 	n.Cores, n.Sockets = numberCores(sets, n.NUMA)
+	n.L3Caches = sets.l3
 	n.CPUs = sets.cpuList(n.Cores)
 	for i := range n.CPUs {
 		for _, nd := range n.NUMA {
