@@ -2,6 +2,7 @@ package bind
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -80,48 +81,173 @@ type want struct {
 	order int // GPU index, -1 without a GPU of its own
 }
 
-// planCPUs sets each rank's CPUs: its GPU's CPUs within the pool (the
-// job's CPUs, else the task's allowed set), split into disjoint runs of
-// whole cores among the ranks that share them. It returns the CPUs memory
-// should follow: the plan's, the binding kept, or with srunwrap.cpu_binding
-// off the CPUs the plan would have set.
-func planCPUs(in Input, ranks []rank, plans []Plan) []cpuset.Set {
-	n := in.Node
-	pool := in.pool()
+// cpuGroup is classes whose CPUs overlap, so that their ranks split them:
+// contiguous runs of whole cores in core order, ranks ordered by GPU
+// index, then local id.
+type cpuGroup struct {
+	classes []int        // by GPU index (want.order), then class
+	all     cpuset.Set   // the CPUs they share
+	cores   []cpuset.Set // all's CPUs by core, in core order
+	ranks   int          // how many ranks share them
+}
+
+// groupCPUs works out each class's CPUs within the pool (the job's CPUs,
+// else the task's allowed set) and groups the classes that overlap. With
+// srunwrap.cpu_binding keep and a task already bound narrower than the
+// job, the binding is kept instead.
+func (l *layout) groupCPUs() {
+	in, n := l.in, l.in.Node
+	l.pool = in.pool()
 	narrower := !in.JobCPUs.IsEmpty() && !in.Allowed.IsEmpty() && !in.JobCPUs.IsSubsetOf(in.Allowed)
-	wants := make([]*want, len(plans))
-	eff := make([]cpuset.Set, len(plans))
-	for i, r := range ranks {
-		p := &plans[i]
-		if in.Config.CPUBinding == srunconf.CPUKeep && narrower {
-			if !in.Brief {
-				p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", in.Allowed, in.JobCPUs)
+	l.keep = in.Config.CPUBinding == srunconf.CPUKeep && narrower
+	for c := range l.classes {
+		cl := &l.classes[c]
+		cl.cpuGroup = -1
+		if l.keep {
+			if t := rankTarget(n, cl.r); !t.cpus.IsEmpty() && t.cpus.Intersection(in.Allowed).IsEmpty() {
+				cl.cpuWarn = &Warning{"placement", fmt.Sprintf("the task's CPU binding %s has no CPU in %s (%s): host memory and launches cross NUMA nodes; use --cpu-bind=none or srunwrap.cpu_binding = \"replace\"", in.Allowed, t.from, t.cpus)}
 			}
-			if t := rankTarget(n, r); !t.cpus.IsEmpty() && t.cpus.Intersection(in.Allowed).IsEmpty() {
-				p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("the task's CPU binding %s has no CPU in %s (%s): host memory and launches cross NUMA nodes; use --cpu-bind=none or srunwrap.cpu_binding = \"replace\"", in.Allowed, t.from, t.cpus)})
-			}
-			eff[i] = in.Allowed
 			continue
 		}
-		wants[i] = rankWant(n, r, pool, p)
+		cl.want, cl.cpuWarn = rankWant(n, cl.r, l.pool)
 	}
-	for _, g := range groupWants(wants) {
-		splitGroup(n, g, wants, plans, in.Brief)
-	}
-	for i := range plans {
-		if wants[i] != nil {
-			eff[i] = plans[i].CPUs
+	var sets []cpuset.Set
+	var groups [][]int
+	for c := range l.classes {
+		w := l.classes[c].want
+		if w == nil || w.cpus.IsEmpty() {
+			continue
+		}
+		into := -1
+		for g := 0; g < len(groups); g++ {
+			if sets[g].Intersection(w.cpus).IsEmpty() {
+				continue
+			}
+			if into < 0 {
+				into = g
+				groups[g] = append(groups[g], c)
+				sets[g] = sets[g].Union(w.cpus)
+				continue
+			}
+			// w joins two groups: merge g into the first.
+			groups[into] = append(groups[into], groups[g]...)
+			sets[into] = sets[into].Union(sets[g])
+			groups = slices.Delete(groups, g, g+1)
+			sets = slices.Delete(sets, g, g+1)
+			g--
+		}
+		if into < 0 {
+			groups = append(groups, []int{c})
+			sets = append(sets, w.cpus)
 		}
 	}
-	if in.Config.CPUBinding == srunconf.CPUOff {
-		for i := range plans {
-			if wants[i] != nil {
-				if !in.Brief {
-					plans[i].CPUsFrom = fmt.Sprintf("left as it is (srunwrap.cpu_binding = off; the plan was %s)", plans[i].CPUs)
-				}
-				plans[i].CPUs = cpuset.Set{}
+	for gi, g := range groups {
+		sort.SliceStable(g, func(a, b int) bool {
+			oa, ob := l.classes[g[a]].want.order, l.classes[g[b]].want.order
+			if oa != ob {
+				return oa < ob
+			}
+			return g[a] < g[b]
+		})
+		grp := cpuGroup{classes: g, all: sets[gi], cores: coresOf(n, sets[gi])}
+		for _, c := range g {
+			grp.ranks += l.mult(c)
+			l.classes[c].cpuGroup = gi
+		}
+		l.cpuGroups = append(l.cpuGroups, grp)
+	}
+}
+
+// coresOf is all's CPUs by core, in core order; one CPU each for a node
+// description without cores.
+func coresOf(n *topo.Node, all cpuset.Set) []cpuset.Set {
+	var cores []cpuset.Set
+	for _, c := range n.Cores {
+		if c.CPUs.Size() <= 2 && !all.Contains(c.CPUs.Min()) && !all.Contains(c.CPUs.Max()) {
+			continue // cheap test first: most cores are outside
+		}
+		if x := c.CPUs.Intersection(all); !x.IsEmpty() {
+			cores = append(cores, x)
+		}
+	}
+	if len(cores) == 0 {
+		for _, c := range all.List() {
+			cores = append(cores, cpuset.New(c))
+		}
+	}
+	return cores
+}
+
+// position is local rank i's place among the ranks of its CPU group g
+// (it is of class c): the ranks of classes with a lower GPU index come
+// first, then those with the same one by local id.
+func (l *layout) position(g *cpuGroup, c, i int) int {
+	order := l.classes[c].want.order
+	j := 0
+	for _, o := range g.classes {
+		switch oo := l.classes[o].want.order; {
+		case oo < order:
+			j += l.mult(o)
+		case oo == order:
+			j += l.below(o, i)
+		}
+	}
+	return j
+}
+
+// planCPUs sets local rank i's CPUs (it is of class c): its run of its
+// group's cores, as even as possible (the first runs one core longer);
+// with fewer cores than ranks, ranks share cores, with a warning. It
+// returns the CPUs memory should follow: the plan's, the binding kept, or
+// with srunwrap.cpu_binding off the CPUs the plan would have set.
+func (l *layout) planCPUs(i, c int, p *Plan) cpuset.Set {
+	in, cl := l.in, &l.classes[c]
+	if cl.cpuWarn != nil {
+		p.Warnings = append(p.Warnings, *cl.cpuWarn)
+	}
+	if l.keep {
+		if !in.Brief {
+			p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", in.Allowed, in.JobCPUs)
+		}
+		return in.Allowed
+	}
+	if cl.want == nil {
+		return cpuset.Set{}
+	}
+	if cl.cpuGroup >= 0 {
+		g := &l.cpuGroups[cl.cpuGroup]
+		j, k, m := l.position(g, c, i), g.ranks, len(g.cores)
+		var run cpuset.Set
+		if m >= k {
+			size, start := m/k, j*(m/k)+min(j, m%k)
+			if j < m%k {
+				size++
+			}
+			for _, core := range g.cores[start : start+size] {
+				run = run.Union(core)
+			}
+		} else {
+			hi, lo := bits.Mul64(uint64(j), uint64(m))
+			q, _ := bits.Div64(hi, lo, uint64(k)) // j*m/k without overflow: j < k
+			run = g.cores[q]
+		}
+		p.CPUs = run
+		if !in.Brief {
+			p.CPUsFrom = cl.want.from
+			if k > 1 {
+				p.CPUsFrom += fmt.Sprintf(", run %d of %d (%s)", j+1, k, plural(k, "rank shares them", "ranks share them"))
 			}
 		}
+		if m < k {
+			p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("%d ranks share %s (%s): ranks share cores", k, plural(m, "core", "cores"), g.all)})
+		}
+	}
+	eff := p.CPUs
+	if in.Config.CPUBinding == srunconf.CPUOff {
+		if !in.Brief {
+			p.CPUsFrom = fmt.Sprintf("left as it is (srunwrap.cpu_binding = off; the plan was %s)", p.CPUs)
+		}
+		p.CPUs = cpuset.Set{}
 	}
 	return eff
 }
@@ -149,19 +275,20 @@ func rankTarget(n *topo.Node, r rank) target {
 
 // rankWant intersects a rank's target with the pool; a pool without any
 // of the target's CPUs gives the pool's CPUs nearest to it and a warning.
-func rankWant(n *topo.Node, r rank, pool cpuset.Set, p *Plan) *want {
+// Nil for a rank without GPUs.
+func rankWant(n *topo.Node, r rank, pool cpuset.Set) (*want, *Warning) {
 	w := &want{order: -1}
 	if r.gpu != nil {
 		w.order = r.gpu.Index
 	}
 	if len(r.gpus) == 0 {
-		return nil
+		return nil, nil
 	}
 	t := rankTarget(n, r)
 	w.cpus = t.cpus.Intersection(pool)
 	w.from = t.from + " in the job's CPUs"
 	if !w.cpus.IsEmpty() {
-		return w
+		return w, nil
 	}
 	if near := nearestNode(n, t.node, pool); t.node >= 0 && near != nil {
 		w.cpus = near.CPUs.Intersection(pool)
@@ -170,105 +297,7 @@ func rankWant(n *topo.Node, r rank, pool cpuset.Set, p *Plan) *want {
 		w.cpus = pool
 		w.from = "the job's CPUs (none near " + t.from + ")"
 	}
-	p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("the job's CPUs on this node (%s) include none of %s (%s): using %s; ask Slurm for CPUs near the GPU (--gpus-per-task with --gpu-bind=closest, or fewer CPUs per task)", pool, t.from, t.cpus, w.cpus)})
-	return w
-}
-
-// groupWants groups ranks whose CPUs overlap, so that they split them.
-// Each group lists its ranks ordered by GPU index, then local id.
-func groupWants(wants []*want) [][]int {
-	var groups [][]int
-	var sets []cpuset.Set
-	for i, w := range wants {
-		if w == nil || w.cpus.IsEmpty() {
-			continue
-		}
-		into := -1
-		for g := 0; g < len(groups); g++ {
-			if sets[g].Intersection(w.cpus).IsEmpty() {
-				continue
-			}
-			if into < 0 {
-				into = g
-				groups[g] = append(groups[g], i)
-				sets[g] = sets[g].Union(w.cpus)
-				continue
-			}
-			// w joins two groups: merge g into the first.
-			groups[into] = append(groups[into], groups[g]...)
-			sets[into] = sets[into].Union(sets[g])
-			groups = slices.Delete(groups, g, g+1)
-			sets = slices.Delete(sets, g, g+1)
-			g--
-		}
-		if into < 0 {
-			groups = append(groups, []int{i})
-			sets = append(sets, w.cpus)
-		}
-	}
-	for _, g := range groups {
-		sort.SliceStable(g, func(a, b int) bool {
-			wa, wb := wants[g[a]], wants[g[b]]
-			if wa.order != wb.order {
-				return wa.order < wb.order
-			}
-			return g[a] < g[b]
-		})
-	}
-	return groups
-}
-
-// splitGroup shares the group's CPUs among its ranks: contiguous runs of
-// whole cores in core order, as even as possible (the first runs one core
-// longer). With fewer cores than ranks, ranks share cores, with a warning.
-// brief leaves CPUsFrom unset (Input.Brief).
-func splitGroup(n *topo.Node, group []int, wants []*want, plans []Plan, brief bool) {
-	all := cpuset.Set{}
-	for _, i := range group {
-		all = all.Union(wants[i].cpus)
-	}
-	var cores []cpuset.Set
-	for _, c := range n.Cores {
-		if c.CPUs.Size() <= 2 && !all.Contains(c.CPUs.Min()) && !all.Contains(c.CPUs.Max()) {
-			continue // cheap test first: most cores are outside
-		}
-		if x := c.CPUs.Intersection(all); !x.IsEmpty() {
-			cores = append(cores, x)
-		}
-	}
-	if len(cores) == 0 { // a node description without cores: one CPU each
-		for _, c := range all.List() {
-			cores = append(cores, cpuset.New(c))
-		}
-	}
-	k, m := len(group), len(cores)
-	start := 0
-	for j, i := range group {
-		var run cpuset.Set
-		if m >= k {
-			size := m / k
-			if j < m%k {
-				size++
-			}
-			for _, c := range cores[start : start+size] {
-				run = run.Union(c)
-			}
-			start += size
-		} else {
-			run = cores[j*m/k]
-		}
-		p := &plans[i]
-		p.CPUs = run
-		if !brief {
-			p.CPUsFrom = wants[i].from
-			if k > 1 {
-				p.CPUsFrom += fmt.Sprintf(", run %d of %d (%s)", j+1, k, plural(len(group), "rank shares them", "ranks share them"))
-			}
-		}
-		if m < k {
-			p.Warnings = append(p.Warnings, Warning{"placement", fmt.Sprintf("%d ranks share %s (%s): ranks share cores", k, plural(m, "core", "cores"), all)})
-		}
-	}
+	return w, &Warning{"placement", fmt.Sprintf("the job's CPUs on this node (%s) include none of %s (%s): using %s; ask Slurm for CPUs near the GPU (--gpus-per-task with --gpu-bind=closest, or fewer CPUs per task)", pool, t.from, t.cpus, w.cpus)}
 }
 
 func plural(n int, one, many string) string {

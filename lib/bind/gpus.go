@@ -118,59 +118,66 @@ func sameIndexes(refs []slurm.DeviceRef, step []int) bool {
 	return true
 }
 
-// chooseGPUs gives each rank its GPU: the one visible GPU, or visible GPU
-// i mod n when the rank count is a multiple of n (srunwrap.gpu narrow or
-// keep). Otherwise (srunwrap.gpu off, or counts that do not divide) no
-// rank has a GPU of its own and each follows every visible GPU's CPUs.
-func chooseGPUs(in Input, vis []visible, plans []Plan) []rank {
-	nr, n := len(plans), len(vis)
-	all := make([]*topo.GPU, 0, n)
-	for _, v := range vis {
-		if !slices.Contains(all, v.g) {
-			all = append(all, v.g)
-		}
-	}
-	ranks := make([]rank, nr)
-	choose := in.Config.GPU != srunconf.GPUOff && (n == 1 || nr%n == 0)
-	if !choose {
-		var w *Warning
-		switch {
-		case in.Config.GPU == srunconf.GPUOff:
-		case nr > 1:
-			w = &Warning{"placement", fmt.Sprintf("%d local ranks do not divide among %d visible GPUs: no rank has a GPU of its own; each is placed near all of them", nr, n)}
-		}
-		for i := range ranks {
-			ranks[i] = rank{gpus: all}
-			if w != nil {
-				plans[i].Warnings = append(plans[i].Warnings, *w)
+// chooseGPUs sets the classes: each rank's GPU is the one visible GPU, or
+// visible GPU i mod n when the rank count is a multiple of n
+// (srunwrap.gpu narrow or keep). Otherwise (srunwrap.gpu off, or counts
+// that do not divide) no rank has a GPU of its own and each follows every
+// visible GPU's CPUs.
+func (l *layout) chooseGPUs() {
+	in, vis := l.in, l.vis
+	nr, n := l.nr, len(vis)
+	l.choose = in.Config.GPU != srunconf.GPUOff && n > 0 && (n == 1 || nr%n == 0)
+	if !l.choose {
+		all := make([]*topo.GPU, 0, n)
+		for _, v := range vis {
+			if !slices.Contains(all, v.g) {
+				all = append(all, v.g)
 			}
 		}
-		return ranks
+		if in.Config.GPU != srunconf.GPUOff && nr > 1 {
+			l.spread = &Warning{"placement", fmt.Sprintf("%d local ranks do not divide among %d visible GPUs: no rank has a GPU of its own; each is placed near all of them", nr, n)}
+		}
+		l.classes = []class{{r: rank{gpus: all}}}
+		return
 	}
 	narrow := in.Config.GPU == srunconf.GPUNarrow
-	for i := range ranks {
-		v := vis[i%n]
-		ranks[i] = rank{gpu: v.g, gpus: []*topo.GPU{v.g}}
-		c := &GPUChoice{Index: v.g.Index, UUID: v.g.UUID, MIG: v.mig, BusID: v.g.BusID, NUMA: v.g.NUMA}
+	l.classes = make([]class, n)
+	for c, v := range vis {
+		cl := &l.classes[c]
+		cl.r = rank{gpu: v.g, gpus: []*topo.GPU{v.g}}
 		name := v.entry
 		if v.misread && v.g.UUID != "" {
 			name = v.g.UUID
 		}
-		if !in.Brief {
-			c.From = gpuFrom(v, i, nr, n)
-		}
 		switch {
 		case narrow && (n > 1 || v.src != "CUDA_VISIBLE_DEVICES" || name != v.entry):
-			plans[i].Visible = name
+			cl.visible = name
 		case v.misread:
-			plans[i].Warnings = append(plans[i].Warnings, Warning{CheckInput, fmt.Sprintf(
+			cl.gpuWarn = &Warning{CheckInput, fmt.Sprintf(
 				"CUDA_VISIBLE_DEVICES=%s: CUDA may read index %s as another GPU than Slurm's (%s, /dev/nvidia%d): "+
 					"gres.conf lists GPUs out of PCI bus order; srunwrap.gpu = %q leaves it",
-				deviceList(in.Task.VisibleDevices), v.entry, v.g.BusID, v.g.Minor, in.Config.GPU)})
+				deviceList(in.Task.VisibleDevices), v.entry, v.g.BusID, v.g.Minor, in.Config.GPU)}
 		}
-		plans[i].GPU = c
 	}
-	return ranks
+}
+
+// planGPU sets local rank i's GPU (it is of class c).
+func (l *layout) planGPU(i, c int, p *Plan) {
+	if !l.choose {
+		if l.spread != nil {
+			p.Warnings = append(p.Warnings, *l.spread)
+		}
+		return
+	}
+	v, cl := l.vis[c], &l.classes[c]
+	g := &GPUChoice{Index: v.g.Index, UUID: v.g.UUID, MIG: v.mig, BusID: v.g.BusID, NUMA: v.g.NUMA}
+	if !l.in.Brief {
+		g.From = gpuFrom(v, i, l.nr, len(l.vis))
+	}
+	p.GPU, p.Visible = g, cl.visible
+	if cl.gpuWarn != nil {
+		p.Warnings = append(p.Warnings, *cl.gpuWarn)
+	}
 }
 
 // cudaReads says whether CUDA surely reads CUDA_VISIBLE_DEVICES index i as

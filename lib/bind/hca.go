@@ -96,62 +96,88 @@ func numaDistance(n *topo.Node, a, b int) int {
 	return n.NUMA[ia].Distances[ib]
 }
 
-// planHCAs gives each rank with a GPU the HCA ports nearest to it. Ranks
-// whose nearest ports are the same set share them out in rank order: with
-// at least as many ports as ranks each rank gets its own (ports j, j+k,
-// ... of k ranks), with fewer they take them round robin.
-func planHCAs(in Input, ranks []rank, plans []Plan) {
-	ports := usablePorts(in.Node)
-	type near struct {
-		ports []hcaPort
-		path  topo.PCIPath
-	}
-	nears := make([]near, len(plans))
-	groups := map[string][]int{}
-	for i, r := range ranks {
-		switch {
-		case r.gpu == nil:
-			plans[i].HCAFrom = "none: the rank has no GPU of its own"
-			continue
-		case len(ports) == 0:
-			plans[i].HCAFrom = "none: no InfiniBand or RoCE HCA with an active port"
+// near is a GPU's nearest usable HCA ports and the path to them.
+type near struct {
+	ports []hcaPort
+	path  topo.PCIPath
+}
+
+// hcaGroup is classes whose nearest ports are the same set: their ranks
+// share the ports out in local id order.
+type hcaGroup struct {
+	classes []int
+	ranks   int
+}
+
+// groupHCAs finds each class's nearest ports (classes with a GPU of their
+// own) and groups the classes with the same ones.
+func (l *layout) groupHCAs() {
+	l.ports = usablePorts(l.in.Node)
+	byKey := map[string]int{}
+	for c := range l.classes {
+		cl := &l.classes[c]
+		cl.hcaGroup = -1
+		if cl.r.gpu == nil || len(l.ports) == 0 {
 			continue
 		}
-		if k := slices.IndexFunc(ranks[:i], func(o rank) bool { return o.gpu == r.gpu }); k >= 0 {
-			nears[i] = nears[k] // the same GPU as an earlier rank
+		if k := slices.IndexFunc(l.classes[:c], func(o class) bool { return o.r.gpu == cl.r.gpu }); k >= 0 {
+			cl.near = l.classes[k].near // the same GPU as an earlier class
 		} else {
-			b, path := nearestPorts(in.Node, r.gpu, ports)
-			nears[i] = near{b, path}
+			b, path := nearestPorts(l.in.Node, cl.r.gpu, l.ports)
+			cl.near = near{b, path}
 		}
-		b := nears[i].ports
 		key := ""
-		for _, p := range b {
+		for _, p := range cl.near.ports {
 			key += p.entry + ","
 		}
-		groups[key] = append(groups[key], i)
-	}
-	for _, g := range groups {
-		k := len(g)
-		for j, i := range g {
-			b := nears[i].ports
-			m := len(b)
-			var mine []string
-			if m >= k {
-				for x := j; x < m; x += k {
-					mine = append(mine, b[x].entry)
-				}
-			} else {
-				mine = []string{b[j%m].entry}
-			}
-			p := &plans[i]
-			p.HCAs = mine
-			if in.Brief {
-				continue
-			}
-			p.HCAFrom = fmt.Sprintf("%s: %s (%s) of GPU %d", strings.Join(mine, ","), pathWords[nears[i].path], nears[i].path, ranks[i].gpu.Index)
-			if k > 1 || m > len(mine) {
-				p.HCAFrom += fmt.Sprintf("; %s equally near, shared out among %s", plural(m, "port", "ports"), plural(k, "rank", "ranks"))
-			}
+		g, ok := byKey[key]
+		if !ok {
+			g = len(l.hcaGroups)
+			byKey[key] = g
+			l.hcaGroups = append(l.hcaGroups, hcaGroup{})
 		}
+		l.hcaGroups[g].classes = append(l.hcaGroups[g].classes, c)
+		l.hcaGroups[g].ranks += l.mult(c)
+		cl.hcaGroup = g
+	}
+}
+
+// planHCAs gives local rank i (of class c), when it has a GPU, the HCA
+// ports nearest to it. Ranks whose nearest ports are the same set share
+// them out in rank order: with at least as many ports as ranks each rank
+// gets its own (ports j, j+k, ... of k ranks), with fewer they take them
+// round robin.
+func (l *layout) planHCAs(i, c int, p *Plan) {
+	cl := &l.classes[c]
+	switch {
+	case cl.r.gpu == nil:
+		p.HCAFrom = "none: the rank has no GPU of its own"
+		return
+	case len(l.ports) == 0:
+		p.HCAFrom = "none: no InfiniBand or RoCE HCA with an active port"
+		return
+	}
+	g := &l.hcaGroups[cl.hcaGroup]
+	j, k := 0, g.ranks
+	for _, o := range g.classes {
+		j += l.below(o, i)
+	}
+	b := cl.near.ports
+	m := len(b)
+	var mine []string
+	if m >= k {
+		for x := j; x < m; x += k {
+			mine = append(mine, b[x].entry)
+		}
+	} else {
+		mine = []string{b[j%m].entry}
+	}
+	p.HCAs = mine
+	if l.in.Brief {
+		return
+	}
+	p.HCAFrom = fmt.Sprintf("%s: %s (%s) of GPU %d", strings.Join(mine, ","), pathWords[cl.near.path], cl.near.path, cl.r.gpu.Index)
+	if k > 1 || m > len(mine) {
+		p.HCAFrom += fmt.Sprintf("; %s equally near, shared out among %s", plural(m, "port", "ports"), plural(k, "rank", "ranks"))
 	}
 }

@@ -10,55 +10,52 @@ import (
 	"gpuprep/lib/topo"
 )
 
-// planMemory sets each rank's memory policy nodes: the NUMA nodes of the
-// CPUs it runs on (cpus[i]), its GPU's node first; a CPU-less node holding
+// planMemory sets a rank's memory policy nodes: the NUMA nodes of the
+// CPUs it runs on (cpus), its GPU's node first; a CPU-less node holding
 // GPU memory only with srunwrap.gpu_memory_nodes. Nodes spanning the
 // whole node leave the policy as it is: binding to every node changes
 // nothing but the syscall's cost.
-func planMemory(in Input, ranks []rank, cpus []cpuset.Set, plans []Plan) {
+func planMemory(in Input, r rank, cpus cpuset.Set, p *Plan) {
 	n := in.Node
-	for i := range plans {
-		p := &plans[i]
-		if in.Config.Memory == srunconf.MemOff {
-			p.MemFrom = "left as it is (srunwrap.memory = off)"
-			continue
+	if in.Config.Memory == srunconf.MemOff {
+		p.MemFrom = "left as it is (srunwrap.memory = off)"
+		return
+	}
+	if cpus.IsEmpty() {
+		p.MemFrom = "left as it is (no CPUs to follow)"
+		return
+	}
+	primary := -1
+	if len(r.gpus) > 0 {
+		primary = gpuTarget(n, r.gpus[0]).node
+	}
+	var nodes []int
+	for _, nd := range n.NUMA {
+		if !nd.CPUs.Intersection(cpus).IsEmpty() {
+			nodes = append(nodes, nd.ID)
 		}
-		if cpus[i].IsEmpty() {
-			p.MemFrom = "left as it is (no CPUs to follow)"
-			continue
-		}
-		primary := -1
-		if len(ranks[i].gpus) > 0 {
-			primary = gpuTarget(n, ranks[i].gpus[0]).node
-		}
-		var nodes []int
-		for _, nd := range n.NUMA {
-			if !nd.CPUs.Intersection(cpus[i]).IsEmpty() {
-				nodes = append(nodes, nd.ID)
+	}
+	if k := slices.Index(nodes, primary); k > 0 {
+		nodes = append([]int{primary}, slices.Delete(nodes, k, k+1)...)
+	}
+	cpuNodes := nodes
+	var gpuMem []int
+	for _, g := range r.gpus {
+		gpuMem = append(gpuMem, gpuMemoryNodes(n, g)...)
+	}
+	if in.Config.GPUMemoryNodes {
+		for _, m := range gpuMem {
+			if !slices.Contains(nodes, m) {
+				nodes = append(nodes, m)
 			}
 		}
-		if k := slices.Index(nodes, primary); k > 0 {
-			nodes = append([]int{primary}, slices.Delete(nodes, k, k+1)...)
-		}
-		cpuNodes := nodes
-		var gpuMem []int
-		for _, g := range ranks[i].gpus {
-			gpuMem = append(gpuMem, gpuMemoryNodes(n, g)...)
-		}
-		if in.Config.GPUMemoryNodes {
-			for _, m := range gpuMem {
-				if !slices.Contains(nodes, m) {
-					nodes = append(nodes, m)
-				}
-			}
-		}
-		whole := len(nodes) == 0 || len(nodes) == len(n.NUMA)
-		if !in.Brief {
-			p.MemFrom = memFrom(cpuNodes, gpuMem, in.Config.GPUMemoryNodes, whole)
-		}
-		if !whole {
-			p.MemNodes = nodes
-		}
+	}
+	whole := len(nodes) == 0 || len(nodes) == len(n.NUMA)
+	if !in.Brief {
+		p.MemFrom = memFrom(cpuNodes, gpuMem, in.Config.GPUMemoryNodes, whole)
+	}
+	if !whole {
+		p.MemNodes = nodes
 	}
 }
 

@@ -84,67 +84,29 @@ type Plan struct {
 
 // PlanNode plans every local rank of the step on this node
 // (Task.LocalTasks(), else 1, and at least up to Task.LocalID). Ranks' CPU
-// runs are disjoint wherever the CPUs suffice.
+// runs are disjoint wherever the CPUs suffice. Its cost grows with the
+// rank count (one plan each); PlanRank's does not.
 func PlanNode(in Input) []Plan {
-	return planNode(in, rankCount(in, in.Task.LocalID))
+	l := newLayout(in, rankCount(in, in.Task.LocalID))
+	plans := make([]Plan, l.nr)
+	for i := range plans {
+		plans[i] = l.plan(i)
+	}
+	return plans
 }
 
 // PlanRank is PlanNode(in)[localID]: one rank's plan, made knowing its
-// neighbours (CPU runs and HCAs are shared out among them). It never fails:
-// problems become Warnings and an unbound plan.
+// neighbours (CPU runs and HCAs are shared out among them) without
+// planning them: its time and memory do not grow with the rank count. It
+// never fails: problems become Warnings and an unbound plan.
 func PlanRank(in Input, localID int) Plan {
 	if localID < 0 {
 		return Plan{LocalID: localID, MemPolicy: srunconf.MemOff, Warnings: []Warning{{CheckInput,
 			"negative local rank id: running unbound"}}}
 	}
-	return planNode(in, rankCount(in, localID))[localID]
+	return newLayout(in, rankCount(in, localID)).plan(localID)
 }
 
 func rankCount(in Input, localID int) int {
 	return max(in.Task.LocalTasks(), localID+1, 1)
-}
-
-// settings are the config with its defaults filled in.
-func settings(c srunconf.SrunwrapSection) srunconf.SrunwrapSection {
-	if c.GPU == "" {
-		c.GPU = srunconf.GPUNarrow
-	}
-	if c.CPUBinding == "" {
-		c.CPUBinding = srunconf.CPUKeep
-	}
-	if c.Memory == "" {
-		c.Memory = srunconf.MemBind
-	}
-	return c
-}
-
-// planNode plans nranks ranks: GPUs first, then CPU runs, memory and HCAs,
-// each step knowing every rank's earlier choices.
-func planNode(in Input, nranks int) []Plan {
-	in.Config = settings(in.Config)
-	plans := make([]Plan, nranks)
-	for i := range plans {
-		plans[i] = Plan{LocalID: i, MemPolicy: in.Config.Memory}
-	}
-	unbound := func(w Warning) []Plan {
-		for i := range plans {
-			plans[i].Warnings = append(plans[i].Warnings, w)
-			plans[i].CPUsFrom = "unbound: " + w.Msg
-			plans[i].MemFrom = "unbound"
-			plans[i].HCAFrom = "unbound"
-		}
-		return plans
-	}
-	if in.Node == nil {
-		return unbound(Warning{CheckInput, "no node description"})
-	}
-	vis, w := visibleGPUs(in)
-	if w != nil {
-		return unbound(*w)
-	}
-	ranks := chooseGPUs(in, vis, plans)
-	eff := planCPUs(in, ranks, plans)
-	planMemory(in, ranks, eff, plans)
-	planHCAs(in, ranks, plans)
-	return plans
 }

@@ -1,12 +1,14 @@
 package bind
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"gpuprep/lib/slurm"
 	"gpuprep/lib/srunconf"
 	"gpuprep/lib/topo"
 
@@ -564,4 +566,45 @@ func TestCUDAReadsSlurmIndexes(t *testing.T) {
 	if plans[0].Visible != "" || !warned(plans[0], CheckInput) {
 		t.Errorf("keep: %+v, want CUDA_VISIBLE_DEVICES left and a warning", plans[0])
 	}
+}
+
+// A task plans its own rank, not its neighbours: the largest step Slurm
+// allows on a node (MaxTasksPerNode) costs a rank what a step of 16 does,
+// and the plan is the one PlanNode gives it.
+func TestPlanRankCostOfOneRank(t *testing.T) {
+	n := shapeNode(t, "dgxh100")
+	env := map[string]string{"CUDA_VISIBLE_DEVICES": seq(8), "SLURM_STEP_GPUS": seq(8)}
+	allocs := func(ntasks, id int) float64 {
+		in := Input{Node: n, Task: taskEnv(t, id, ntasks, env), Allowed: allCPUs(n), JobCPUs: allCPUs(n), Config: defaults(), Brief: true}
+		return testing.AllocsPerRun(3, func() { PlanRank(in, id) })
+	}
+	few, many := allocs(16, 11), allocs(slurm.MaxTasksPerNode-5, slurm.MaxTasksPerNode-10)
+	if many > 2*few { // the old planner: one GPU choice per rank, 65528 at least
+		t.Errorf("PlanRank: %v allocations for rank %d of %d, %v for rank 11 of 16", many, slurm.MaxTasksPerNode-10, slurm.MaxTasksPerNode-5, few)
+	}
+	// 2400 ranks, 300 per GPU: GPUs 0-3's 1200 ranks share NUMA node
+	// 0's 56 cores, and each GPU's 300 ranks its one HCA. Rank 2395 is GPU
+	// 3's last, the last of the 1200: it takes the node's last core.
+	in := Input{Node: n, Task: taskEnv(t, 2395, 2400, env), Allowed: allCPUs(n), JobCPUs: allCPUs(n), Config: defaults()}
+	p := PlanRank(in, 2395)
+	all := PlanNode(in)
+	if p.GPU == nil || all[2395].GPU == nil {
+		t.Fatalf("rank 2395 has no GPU: %+v", p)
+	}
+	if a, b := mustJSON(t, p), mustJSON(t, all[2395]); a != b {
+		t.Errorf("PlanRank %s\nPlanNode %s", a, b)
+	}
+	node0 := coresOfNode(n, nodeCPUs(t, n, 0))
+	if p.GPU.Index != 3 || !p.CPUs.Equal(node0[len(node0)-1]) || len(p.HCAs) != 1 || !warned(p, "placement") {
+		t.Errorf("rank 2395 of 2400: %+v", p)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

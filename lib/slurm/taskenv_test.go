@@ -31,7 +31,7 @@ func TestTaskFromEnv(t *testing.T) {
 	}
 	four := []DeviceRef{{Index: 0}, {Index: 1}, {Index: 2}, {Index: 3}}
 	want := Task{JobID: 4242, StepID: "0", ProcID: 5, LocalID: 1, NodeID: 1, NTasks: 8,
-		TasksPerNode: []int{4, 4}, StepGPUs: []int{0, 1, 2, 3}, GPUsOnNode: 4,
+		NodeTasks: 4, StepNodes: 2, StepGPUs: []int{0, 1, 2, 3}, GPUsOnNode: 4,
 		VisibleDevices: four, DeviceOrdinals: four}
 	if !reflect.DeepEqual(tk, want) {
 		t.Errorf("got  %+v\nwant %+v", tk, want)
@@ -53,8 +53,8 @@ func TestTaskFromEnvForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(tk.TasksPerNode, []int{2, 2, 2, 1}) || tk.LocalTasks() != 1 {
-		t.Errorf("tasks per node %v, local %d", tk.TasksPerNode, tk.LocalTasks())
+	if tk.StepNodes != 4 || tk.LocalTasks() != 1 {
+		t.Errorf("step nodes %d, local %d", tk.StepNodes, tk.LocalTasks())
 	}
 	want := []DeviceRef{{Index: -1, UUID: "GPU-8c2e0f3a-1111-2222-3333-444455556666"}, {Index: -1, UUID: "MIG-5f1a2b3c-0000-1111-2222-333344445555"}}
 	if !reflect.DeepEqual(tk.VisibleDevices, want) || tk.VisibleDevices[0].IsMIG() || !tk.VisibleDevices[1].IsMIG() {
@@ -86,6 +86,12 @@ func TestTaskFromEnvBad(t *testing.T) {
 		{map[string]string{"SLURM_LOCALID": "4"}, `SLURM_LOCALID="4": not below this node's 4 tasks (SLURM_STEP_TASKS_PER_NODE="4(x2)")`},
 		{map[string]string{"SLURM_NODEID": "2"}, `SLURM_NODEID="2": beyond the 2 nodes of SLURM_STEP_TASKS_PER_NODE="4(x2)"`},
 		{map[string]string{"SLURM_JOB_ID": "j1"}, `SLURM_JOB_ID="j1": not a job id`},
+		{map[string]string{"SLURM_STEP_TASKS_PER_NODE": "4,"}, `SLURM_STEP_TASKS_PER_NODE="4,": not a task count list like 2(x3),1`},
+		{map[string]string{"SLURM_STEP_TASKS_PER_NODE": "4(x0)"}, `SLURM_STEP_TASKS_PER_NODE="4(x0)": not a task count list like 2(x3),1`},
+		// Past what Slurm allows on a node (MaxTasksPerNode <= 65533).
+		{map[string]string{"SLURM_STEP_TASKS_PER_NODE": "4,100000000"}, `SLURM_STEP_TASKS_PER_NODE="4,100000000": 100000000 tasks on node 1, more than Slurm runs on one node (MaxTasksPerNode is at most 65533)`},
+		{map[string]string{"SLURM_STEP_TASKS_PER_NODE": "4,65534"}, `SLURM_STEP_TASKS_PER_NODE="4,65534": 65534 tasks on node 1, more than Slurm runs on one node (MaxTasksPerNode is at most 65533)`},
+		{map[string]string{"SLURM_STEP_TASKS_PER_NODE": "", "SLURM_TASKS_PER_NODE": "", "SLURM_LOCALID": "3000000"}, `SLURM_LOCALID="3000000": not below 65533, the most tasks Slurm runs on one node (MaxTasksPerNode)`},
 	}
 	for _, tt := range tests {
 		env := taskEnv()
@@ -98,6 +104,44 @@ func TestTaskFromEnvBad(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("multi-line error %q", err)
+		}
+	}
+}
+
+// Slurm's largest legal count is read as it is, and the compressed list is
+// read without expanding it: a step over 100000000 nodes, or a node with
+// the most tasks Slurm allows, costs what the variable's text costs.
+func TestTaskCountsNotExpanded(t *testing.T) {
+	env := taskEnv()
+	env["SLURM_NTASKS"] = ""
+	env["SLURM_LOCALID"] = "65532"
+	env["SLURM_STEP_TASKS_PER_NODE"] = "1,65533"
+	tk, err := TaskFromEnv(envOf(env))
+	if err != nil || tk.LocalTasks() != MaxTasksPerNode || tk.StepNodes != 2 {
+		t.Fatalf("the largest legal count: %+v, %v", tk, err)
+	}
+	env["SLURM_LOCALID"] = "1"
+	for _, c := range []struct {
+		tpn          string
+		nodeID       string
+		local, nodes int
+	}{
+		{"2(x100000000)", "99999999", 2, 100000000},
+		{"3,2(x100000000),5", "100000001", 5, 100000002},
+		{"3,2(x100000000),5", "0", 3, 100000002},
+		{"3(x999999999),2(x999999999)", "1000000000", 2, 1999999998},
+	} {
+		env["SLURM_STEP_TASKS_PER_NODE"], env["SLURM_NODEID"] = c.tpn, c.nodeID
+		var tk Task
+		var err error
+		allocs := testing.AllocsPerRun(3, func() { tk, err = TaskFromEnv(envOf(env)) })
+		if err != nil || tk.LocalTasks() != c.local || tk.StepNodes != c.nodes {
+			t.Errorf("%s on node %s: %d tasks of %d nodes, %v; want %d of %d", c.tpn, c.nodeID, tk.LocalTasks(), tk.StepNodes, err, c.local, c.nodes)
+		}
+		// The device lists allocate a few entries; a node list of
+		// 10^8 entries would be millions of allocations.
+		if allocs > 20 {
+			t.Errorf("%s: %v allocations", c.tpn, allocs)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func syntheticTask(in *inputs, n int) (slurm.Task, string) {
 	if n == 0 {
 		n, by = max(len(vis), 1), "one per GPU"
 	}
-	t := slurm.Task{TasksPerNode: []int{n}, VisibleDevices: vis, StepGPUs: idx, GPUsOnNode: len(idx)}
+	t := slurm.Task{NodeTasks: n, StepNodes: 1, VisibleDevices: vis, StepGPUs: idx, GPUsOnNode: len(idx)}
 	return t, fmt.Sprintf("%s over all %s (%s)", plural.Count(n, "rank", "ranks"), plural.Count(len(vis), "GPU", "GPUs"), by)
 }
 

@@ -369,3 +369,62 @@ func TestDescriptionAndNotices(t *testing.T) {
 		}
 	}
 }
+
+// withVar is env with name set to val (replacing it).
+func withVar(env []string, name, val string) []string {
+	out := []string{}
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != name {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+val)
+}
+
+// A task count past what Slurm allows on a node (MaxTasksPerNode, at most
+// 65533) is not Slurm's: the command runs unbound after one warning that
+// names the variable, and --task-prolog exports nothing, at once. A count
+// Slurm allows, and a step over very many nodes, are planned as usual,
+// for what one rank costs.
+func TestHugeTaskCounts(t *testing.T) {
+	root, all := dgxh100(t)
+	for _, c := range []struct{ name, tpn, node, local string }{
+		{"SLURM_STEP_TASKS_PER_NODE", "100000000", "0", "1"},
+		{"SLURM_STEP_TASKS_PER_NODE", "8,3000000", "1", "1"},
+		{"SLURM_LOCALID", "", "0", "3000000"},
+	} {
+		name, v := c.name, fmt.Sprintf("SLURM_STEP_TASKS_PER_NODE=%q SLURM_NODEID=%s SLURM_LOCALID=%s", c.tpn, c.node, c.local)
+		env := withVar(withVar(withVar(rankEnv(1, 8), "SLURM_NODEID", c.node), "SLURM_STEP_TASKS_PER_NODE", c.tpn), "SLURM_LOCALID", c.local)
+		f := &fakeOS{allowed: all, job: all}
+		_, _, stderr := runWrap(t, f, env, "--root", root, "--", "python")
+		w := warnings(stderr)
+		if f.execCalls != 1 || len(f.applied) != 0 || len(w) != 1 || !strings.HasPrefix(w[0], "srunwrap: warning: "+name+"=") || !strings.Contains(w[0], "unbound") {
+			t.Errorf("%s: exec calls %d, plans applied %d, warnings %q: want the command run unbound after one warning naming %s", v, f.execCalls, len(f.applied), w, name)
+		}
+		f = &fakeOS{allowed: all, job: all}
+		code, out, stderr := runWrap(t, f, env, "--root", root, "--task-prolog")
+		if w := warnings(stderr); code != 0 || out != "" || len(w) != 1 || !strings.HasPrefix(w[0], "srunwrap: warning: "+name+"=") {
+			t.Errorf("%s --task-prolog: exit %d, stdout %q, warnings %q", v, code, out, w)
+		}
+	}
+	for _, c := range []struct{ tpn, node string }{
+		{"16(x100000000)", "99999999"},
+		{"8,65528", "1"},
+	} {
+		env := withVar(withVar(rankEnv(1, 8), "SLURM_NODEID", c.node), "SLURM_STEP_TASKS_PER_NODE", c.tpn)
+		env = withVar(env, "SLURM_NTASKS", "")
+		f := &fakeOS{allowed: all, job: all}
+		_, _, stderr := runWrap(t, f, env, "--root", root, "--", "python")
+		if f.execCalls != 1 || len(f.applied) != 1 || f.applied[0].GPU == nil || f.applied[0].GPU.Index != 1 {
+			t.Errorf("%s on node %s: exec calls %d, plans %+v, stderr %q", c.tpn, c.node, f.execCalls, f.applied, stderr)
+		}
+	}
+	// The largest step Slurm allows costs a rank what 8 ranks do.
+	allocs := func(ntasks string) float64 {
+		env := withVar(withVar(rankEnv(1, 8), "SLURM_STEP_TASKS_PER_NODE", ntasks), "SLURM_NTASKS", "")
+		return testing.AllocsPerRun(2, func() { runWrap(t, &fakeOS{allowed: all, job: all}, env, "--root", root, "--", "python") })
+	}
+	if few, many := allocs("8"), allocs("65528"); many > few*1.1 {
+		t.Errorf("%v allocations for rank 1 of 65528, %v for rank 1 of 8", many, few)
+	}
+}
