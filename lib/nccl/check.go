@@ -1,7 +1,9 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -32,9 +34,10 @@ func Check(r host.Root, env func(string) string, memlock uint64) []Finding {
 	return out
 }
 
-// checkTopoFile is nccl_topo_file: NCCL_TOPO_FILE exists and parses. NCCL
-// opens a relative name from the rank's working directory, which is
-// srunwrap's.
+// checkTopoFile is nccl_topo_file: NCCL_TOPO_FILE exists, is a regular
+// file and parses (CheckTopoFile: never blocked by a FIFO, at most 16 MiB
+// read). NCCL opens a relative name from the rank's working directory,
+// which is srunwrap's.
 func checkTopoFile(r host.Root, env func(string) string) []Finding {
 	p := env("NCCL_TOPO_FILE")
 	if p == "" {
@@ -48,13 +51,23 @@ func checkTopoFile(r host.Root, env func(string) string) []Finding {
 		}
 		full = filepath.ToSlash(filepath.Join(wd, p))
 	}
-	if _, err := CheckTopoFile(r, full); err != nil {
-		if r.Exists(full) {
-			return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s does not parse as an NCCL topology (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", show(p), err, detectCost)}}
+	_, err := CheckTopoFile(r, full)
+	var nr *NotRegularError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nr):
+		where := ""
+		if full != p {
+			where = " (" + full + ")"
 		}
+		return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s%s is %s, not a regular file: NCCL may block or fail at init reading it, or go without it, detecting the topology itself (%s)", show(p), where, nr.Kind, detectCost)}}
+	case errors.Is(err, ErrNotTopology):
+		return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s does not parse as an NCCL topology (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", show(p), err, detectCost)}}
+	case errors.Is(err, fs.ErrNotExist):
 		return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s cannot be read here (%v); is it mounted into the container? NCCL then falls back to detecting the topology (%s)", show(p), err, detectCost)}}
 	}
-	return nil
+	return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s cannot be read (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", show(p), err, detectCost)}}
 }
 
 // detectCost is what losing the topology file costs.

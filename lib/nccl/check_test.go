@@ -1,11 +1,13 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -241,5 +243,65 @@ func TestMemlock(t *testing.T) {
 	}
 	if got, err := Memlock(); err != nil || got != rl.Cur {
 		t.Errorf("Memlock() = %d, %v; want the soft limit %d", got, err, rl.Cur)
+	}
+}
+
+// within runs fn and fails the test if it has not returned after 10 s (a
+// read blocked on a FIFO never returns): the test fails, it does not hang.
+func within(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still blocked after 10 s", what)
+	}
+}
+
+// A FIFO (or anything but a regular file) as NCCL_TOPO_FILE, or as the
+// prolog's health.nccl_topo_file, is refused at once, naming the file:
+// opening a FIFO without a writer would block srunwrap for ever and the
+// prolog until its deadline. A symlink is followed, as NCCL follows it, to
+// a regular file only; a file over 16 MiB is not read.
+func TestTopoFileNotRegular(t *testing.T) {
+	r := fixture(t, map[string]string{
+		"/etc/nccl/topo.xml":  topoXML,
+		"/etc/nccl/link.xml":  "->topo.xml",
+		"/etc/nccl/pipe.link": "->pipe.xml",
+	})
+	if err := unix.Mkfifo(r.Path("/etc/nccl/pipe.xml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := r.Path("/etc/nccl/big.xml")
+	if err := os.WriteFile(big, nil, 0o644); err != nil || os.Truncate(big, maxTopoFile+1) != nil {
+		t.Fatal("cannot make a large file")
+	}
+	for _, tc := range []struct {
+		file, want string
+		regular    bool
+	}{
+		{"/etc/nccl/pipe.xml", "/etc/nccl/pipe.xml: a FIFO, not a regular file", false},
+		{"/etc/nccl/pipe.link", "/etc/nccl/pipe.link: a FIFO, not a regular file", false},
+		{"/etc/nccl", "/etc/nccl: a directory, not a regular file", false},
+		{"/etc/nccl/big.xml", "/etc/nccl/big.xml: larger than 16777216 bytes", true},
+	} {
+		var err error
+		within(t, "CheckTopoFile "+tc.file, func() { _, err = CheckTopoFile(r, tc.file) })
+		if err == nil || err.Error() != tc.want || errors.Is(err, host.ErrNotRegular) == tc.regular {
+			t.Errorf("CheckTopoFile(%s) = %v, want %q", tc.file, err, tc.want)
+		}
+		var got []string
+		within(t, "Check NCCL_TOPO_FILE="+tc.file, func() {
+			got = only(Check(r, envMap(map[string]string{"NCCL_TOPO_FILE": tc.file}), unix.RLIM_INFINITY), "nccl_topo_file")
+		})
+		if tc.regular {
+			wantMsgs(t, got, [][]string{{"NCCL_TOPO_FILE=" + tc.file + " cannot be read", "larger than"}})
+		} else {
+			wantMsgs(t, got, [][]string{{"NCCL_TOPO_FILE=" + tc.file + " is a ", ", not a regular file: NCCL may block or fail at init"}})
+		}
+	}
+	if n, err := CheckTopoFile(r, "/etc/nccl/link.xml"); err != nil || n != 2 {
+		t.Errorf("a symlink to the topology: %d CPUs, %v", n, err)
 	}
 }
