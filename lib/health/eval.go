@@ -233,8 +233,9 @@ func evalCMDQV(f *Facts) Result {
 	}
 }
 
-// evalXIDs reports the new XIDs by GPU (worst severity first), or that
-// there were none.
+// evalXIDs reports the new XIDs by GPU (worst severity first), a warning
+// naming the kernel log records lost before they were read, or that there
+// were no new XIDs.
 func evalXIDs(f *Facts, e Expect, xids []XID) []Result {
 	const c = "xid"
 	if !f.KmsgRead {
@@ -244,7 +245,11 @@ func evalXIDs(f *Facts, e Expect, xids []XID) []Result {
 		}
 		return []Result{skip(c, nodeScope, "cannot read the kernel log: "+err.Error())}
 	}
-	if len(xids) == 0 {
+	var out []Result
+	if len(f.KmsgLost) > 0 {
+		out = append(out, lostRecords(f.KmsgLost))
+	}
+	if len(xids) == 0 && len(out) == 0 {
 		return []Result{ok(c, nodeScope, "no new XIDs")}
 	}
 	byBus := map[string][]XID{}
@@ -256,7 +261,6 @@ func evalXIDs(f *Facts, e Expect, xids []XID) []Result {
 		}
 		byBus[x.BusID] = append(byBus[x.BusID], x)
 	}
-	var out []Result
 	for _, bus := range order {
 		scope := "GPU ? (" + bus + ")"
 		for _, d := range f.Devices {
@@ -279,6 +283,20 @@ func evalXIDs(f *Facts, e Expect, xids []XID) []Result {
 		out = append(out, r)
 	}
 	return out
+}
+
+// lostRecords is the warning for kernel log records lost before gpuprep
+// read them (the log overflowed: anyone can flood it): XIDs in them are
+// unknown, which is neither clean nor a reason to drain.
+func lostRecords(gaps []Gap) Result {
+	var ranges []string
+	for _, g := range gaps {
+		ranges = append(ranges, g.String())
+	}
+	r := fail("xid", nodeScope, fmt.Sprintf("XIDs unknown: kernel log records %s were lost before gpuprep read them (the log overflowed); no GPU's XID history is cleared by this run",
+		strings.Join(ranges, ", ")))
+	r.Severity = config.HealthWarn
+	return r
 }
 
 func worse(a, b string) string {

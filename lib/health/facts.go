@@ -46,10 +46,12 @@ type Facts struct {
 	CMDQV      CMDQV
 	GPUs       []GPUFacts // the GPUs in scope
 	BootID     string
-	Kmsg       []Record // the NVRM records of the kernel log
-	KmsgLast   uint64
+	Kmsg       KernelLog // the kernel log: its NVRM records, what was read and lost
 	KmsgRead   bool
 	KmsgErr    error
+	// KmsgLost are the records this run should have seen but the log had
+	// lost (State.Advance): XIDs in them are unknown.
+	KmsgLost []Gap
 }
 
 // cannot is the error of a fact the backend has no reader for.
@@ -107,7 +109,7 @@ func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, need Need) *Facts {
 	goRead(c["nccl_topo"] && need.TopoFile != "", func() { f.TopoCPUs, f.TopoErr = nccl.CheckTopoFile(r, need.TopoFile) })
 	goRead(c["xid"], func() {
 		f.BootID, _ = host.ReadBootID(r)
-		f.Kmsg, f.KmsgLast, f.KmsgErr = ReadKmsg(r, "NVRM")
+		f.Kmsg, f.KmsgErr = ReadKmsg(r, "NVRM")
 		f.KmsgRead = f.KmsgErr == nil
 	})
 	f.GPUs = make([]GPUFacts, len(scope))

@@ -65,7 +65,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	f := Gather(o.Root, o.GPU, o.GPUs, need)
 	var xids []XID
 	if f.KmsgRead {
-		xids = st.Advance(f.BootID, f.Kmsg, f.KmsgLast, true)
+		xids, f.KmsgLost = st.Advance(f.BootID, f.Kmsg)
 	}
 	res := Evaluate(f, Expect{Health: o.Health, Models: o.Models}, checks, xids)
 	if o.Op == "epilog" {

@@ -23,8 +23,8 @@ const maxHistory = 32
 //
 // History is each GPU's XIDs of this boot since its last reset, by bus id,
 // for the report; a driver line saying the GPU was reset clears it (a
-// reboot too). Streaks are the consecutive failures of each debounced
-// check and scope.
+// reboot too), never in a run that found kernel log records lost.
+// Streaks are the consecutive failures of each debounced check and scope.
 type State struct {
 	BootID  string           `json:"boot_id"`
 	Next    uint64           `json:"kmsg_next_seq"`
@@ -53,26 +53,32 @@ func (st *State) Save(sp *state.Spool) error {
 	return nil
 }
 
-// Advance takes the kernel log records of boot bootID read now (recs, the
-// NVRM ones; last, the highest sequence number read) and returns the XIDs
-// that are new: at or above the watermark, or all of them on a new boot. It
-// moves the watermark past last, adds the new XIDs to their GPU's history
-// and clears the history of a GPU the driver says was reset. It does no
-// I/O.
-func (st *State) Advance(bootID string, recs []Record, last uint64, anyRead bool) []XID {
+// Advance takes the kernel log of boot bootID read now and returns the
+// XIDs that are new (at or above the watermark, or all of them on a new
+// boot) and the records lost that this run should have seen: from the
+// watermark up to the first record the log still holds (overwritten
+// between runs), and the gaps of the read itself at or above the
+// watermark. It moves the watermark past the last record read, adds the
+// new XIDs to their GPU's history and clears the history of a GPU the
+// driver says was reset, unless records were lost: a lost record may have
+// been an XID of that GPU after the reset, so the history is kept whole
+// until a reset line comes in a read with nothing lost. It does no I/O.
+func (st *State) Advance(bootID string, k KernelLog) (fresh []XID, lost []Gap) {
 	if st.BootID != bootID {
 		*st = State{BootID: bootID, Streaks: st.Streaks}
 	}
 	if st.History == nil {
 		st.History = map[string][]XID{}
 	}
-	var fresh []XID
-	for _, rec := range recs {
+	lost = unseen(k, st.Next)
+	for _, rec := range k.Records {
 		if rec.Seq < st.Next {
 			continue
 		}
 		if bus, ok := ParseReset(rec); ok {
-			delete(st.History, bus)
+			if len(lost) == 0 {
+				delete(st.History, bus)
+			}
 			continue
 		}
 		x, ok := ParseXID(rec)
@@ -86,10 +92,29 @@ func (st *State) Advance(bootID string, recs []Record, last uint64, anyRead bool
 		}
 		st.History[x.BusID] = h
 	}
-	if anyRead && last+1 > st.Next {
-		st.Next = last + 1
+	if k.N > 0 && k.Last+1 > st.Next {
+		st.Next = k.Last + 1
 	}
-	return fresh
+	return fresh, lost
+}
+
+// unseen is what of the records at or above next the read k lost: those
+// below the first record it read (the ring buffer dropped them before this
+// run opened it), and its own gaps, cut at next (records below it were
+// seen by an earlier run).
+func unseen(k KernelLog, next uint64) []Gap {
+	var out []Gap
+	if k.N > 0 && k.First > next {
+		out = append(out, Gap{From: next, To: k.First})
+	}
+	for _, g := range k.Lost {
+		if g.To != 0 && g.To <= next {
+			continue
+		}
+		g.From = max(g.From, next)
+		out = append(out, g)
+	}
+	return out
 }
 
 // streak records a debounced check's outcome: the consecutive failures so

@@ -13,41 +13,66 @@ import (
 type XID struct {
 	Code  int    `json:"code"`
 	BusID string `json:"bus_id"` // canonical, "0000:18:00.0"
-	Seq   uint64 `json:"seq"`
-	USec  uint64 `json:"usec"`
-	Text  string `json:"text"` // the rest of the line, clipped
+	// MIG is the driver's MIG attribution, "GPU-I:05 GPU-CI:01", if any.
+	MIG  string `json:"mig,omitempty"`
+	Seq  uint64 `json:"seq"`
+	USec uint64 `json:"usec"`
+	Text string `json:"text"` // the rest of the line, clipped
 	// Severity is the code's, from [health] xid_fatal, xid_warn, xid_other.
 	Severity string `json:"severity"`
 }
 
-// xidRE matches the driver's Xid lines: "NVRM: Xid (PCI:0000:18:00): 79,
-// pid=..., name=..., GPU has fallen off the bus." (older drivers omit
-// "PCI:").
-var xidRE = regexp.MustCompile(`NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\): (\d+),?\s*(.*)`)
+// Only the driver's own lines count: a record of the kernel facility (no
+// user-space write to /dev/kmsg gets it) whose message starts with the
+// driver's prefix. Anyone can get "NVRM: Xid ..." into a kernel record's
+// middle (a mount option the kernel echoes: "tmpfs: Unknown parameter
+// 'NVRM: Xid (...)'") or into a user-facility one, and genuine lines carry
+// a name the user chose (name=<comm>), so the patterns are anchored at the
+// start and read nothing after the prefix but its code and free text.
 
-// resetRE matches driver lines that say a GPU was reset or recovered
-// ("NVRM: GPU 0000:18:00.0: GPU reset ...", "NVRM: GPU at PCI:0000:18:00:
-// ... recovery ... complete"): a line of NVRM naming a GPU by bus and
-// "reset" or "recovered", other than an Xid line (Xid 63's text says
-// "reset gpu to activate", which is advice, not a reset).
-var resetRE = regexp.MustCompile(`NVRM: GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\b.*\b(?i:reset|recovered)\b`)
+// xidRE matches the driver's Xid lines, as the open kernel modules' RC
+// code prints them (kernel_rc.c, krcReportXid: "NVRM: Xid (PCI:%04x:%02x:%02x"
+// with " GPU-I:%02u" and " GPU-CI:%02u" on MIG, then "): %d, pid=%s,
+// name=%s, %s" or, with no process, "): %d, %s"):
+//
+//	NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+//	NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No
+//
+// and older drivers' lines without "PCI:" ("NVRM: Xid (0000:01:00): 3, ...").
+var xidRE = regexp.MustCompile(`^NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?((?: GPU-C?I:\d+)*)\): (\d+)(?:,\s*(.*))?$`)
 
-// ParseXID reads an Xid line; ok is false for any other message.
+// resetRE matches a driver line, of one of the driver's own per-GPU
+// prefixes ("NVRM: GPU 0000:18:00.0: " from the kernel interface layer's
+// NV_DEV_PRINTF, "NVRM: GPU at PCI:0000:18:00: " from the RC code), that
+// says the GPU was reset or recovered ("NVRM: GPU 0000:18:00.0: GPU reset
+// completed"). An Xid line never is one (Xid 63's text says "reset gpu to
+// activate", which is advice, not a reset): it does not start "NVRM: GPU".
+// The open kernel modules (595.45.04) print no such line themselves that
+// could be found; what this keeps is that only the driver's own per-GPU
+// prefix, in a kernel record, can clear a GPU's history.
+var resetRE = regexp.MustCompile(`^NVRM: GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?: .*\b(?i:reset|recovered)\b`)
+
+// ParseXID reads a driver Xid line; ok is false for any other record,
+// however much of an Xid line its message holds.
 func ParseXID(rec Record) (x XID, ok bool) {
+	if !rec.FromKernel() {
+		return x, false
+	}
 	m := xidRE.FindStringSubmatch(rec.Msg)
 	if m == nil {
 		return x, false
 	}
-	code, err := strconv.Atoi(m[2])
+	code, err := strconv.Atoi(m[3])
 	if err != nil {
 		return x, false
 	}
-	return XID{Code: code, BusID: canonicalBus(m[1]), Seq: rec.Seq, USec: rec.USec, Text: clip(strings.TrimSpace(m[3]))}, true
+	return XID{Code: code, BusID: canonicalBus(m[1]), MIG: strings.TrimSpace(m[2]), Seq: rec.Seq, USec: rec.USec,
+		Text: clip(strings.TrimSpace(m[4]))}, true
 }
 
-// ParseReset reads a GPU reset line: the GPU's bus id.
+// ParseReset reads a driver line saying a GPU was reset: the GPU's bus id.
 func ParseReset(rec Record) (bus string, ok bool) {
-	if xidRE.MatchString(rec.Msg) {
+	if !rec.FromKernel() {
 		return "", false
 	}
 	m := resetRE.FindStringSubmatch(rec.Msg)

@@ -10,30 +10,71 @@ import (
 	"gpuprep/lib/gpu"
 )
 
+// kern is a kernel-facility record (PRIO 4: LOG_KERN, KERN_WARNING, as
+// the driver's lines are logged).
+func kern(seq uint64, msg string) Record { return Record{Prio: 4, Seq: seq, Msg: msg} }
+
+// The driver's Xid lines, as its RC code prints them (kernel_rc.c): with
+// and without "PCI:", with MIG attribution, with and without a process.
 func TestParseXID(t *testing.T) {
 	for _, tc := range []struct {
 		msg  string
 		code int
 		bus  string
+		mig  string
+		text string
 	}{
-		{"NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.", 79, "0000:18:00.0"},
-		{"NVRM: Xid (PCI:0000:9A:00): 48, pid=5, name=x, An uncorrectable double bit error", 48, "0000:9a:00.0"},
-		{"NVRM: Xid (0000:01:00): 3, C 00000005", 3, "0000:01:00.0"},
+		{"NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.", 79, "0000:18:00.0", "", "pid=1234, name=python, GPU has fallen off the bus."},
+		{"NVRM: Xid (PCI:0000:9A:00): 48, pid=5, name=x, An uncorrectable double bit error", 48, "0000:9a:00.0", "", "pid=5, name=x, An uncorrectable double bit error"},
+		{"NVRM: Xid (0000:01:00): 3, C 00000005", 3, "0000:01:00.0", "", "C 00000005"},
+		{"NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No", 94, "0000:01:00.0", "GPU-I:05", "pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No"},
+		{"NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:01): 95, pid=7062, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No", 95, "0000:01:00.0", "GPU-I:05 GPU-CI:01", "pid=7062, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No"},
+		{"NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.", 79, "0000:18:00.0", "", "GPU has fallen off the bus."},
+		// The user names the process: what follows the prefix is text.
+		{"NVRM: Xid (PCI:0000:18:00): 13, pid=7, name=): 79, x, Graphics Exception", 13, "0000:18:00.0", "", "pid=7, name=): 79, x, Graphics Exception"},
 	} {
-		x, ok := ParseXID(Record{Seq: 7, Msg: tc.msg})
-		if !ok || x.Code != tc.code || x.BusID != tc.bus || x.Seq != 7 {
+		x, ok := ParseXID(kern(7, tc.msg))
+		if !ok || x.Code != tc.code || x.BusID != tc.bus || x.MIG != tc.mig || x.Seq != 7 || x.Text != clip(tc.text) {
 			t.Errorf("%q: %+v %v", tc.msg, x, ok)
 		}
 	}
-	if _, ok := ParseXID(Record{Msg: "NVRM: loading NVIDIA UNIX x86_64 Kernel Module"}); ok {
-		t.Error("not an Xid line parsed")
+	for _, rec := range []Record{
+		kern(1, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module"),
+		// A mount option the kernel echoes in a kernel record.
+		kern(2, "tmpfs: Unknown parameter 'NVRM: Xid (PCI:0000:18:00): 79'"),
+		// Written to /dev/kmsg by a user: LOG_USER (PRIO 12), or any
+		// facility but the kernel's.
+		{Prio: 12, Seq: 3, Msg: "NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, GPU has fallen off the bus."},
+		{Prio: 8*23 + 4, Seq: 4, Msg: "NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, GPU has fallen off the bus."},
+		kern(5, " NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, GPU has fallen off the bus."),
+	} {
+		if x, ok := ParseXID(rec); ok {
+			t.Errorf("%+v read as %+v", rec, x)
+		}
 	}
-	// Xid 63's text mentions a reset: it is not one.
-	if _, ok := ParseReset(Record{Msg: "NVRM: Xid (PCI:0000:18:00): 63, Row Remapper: New row marked for remapping, reset gpu to activate."}); ok {
-		t.Error("Xid 63 read as a reset")
+}
+
+// GPU reset lines: the driver's own, anchored, of the kernel facility.
+func TestParseReset(t *testing.T) {
+	for msg, want := range map[string]string{
+		"NVRM: GPU 0000:18:00.0: GPU reset completed":           "0000:18:00.0",
+		"NVRM: GPU at PCI:0000:5D:00: GPU recovered from error": "0000:5d:00.0",
+	} {
+		if bus, ok := ParseReset(kern(1, msg)); !ok || bus != want {
+			t.Errorf("%q: %q %v", msg, bus, ok)
+		}
 	}
-	if bus, ok := ParseReset(Record{Msg: "NVRM: GPU 0000:18:00.0: GPU reset completed"}); !ok || bus != "0000:18:00.0" {
-		t.Errorf("reset: %q %v", bus, ok)
+	for _, rec := range []Record{
+		// Xid 63's text mentions a reset: it is not one.
+		kern(1, "NVRM: Xid (PCI:0000:18:00): 63, Row Remapper: New row marked for remapping, reset gpu to activate."),
+		kern(2, "NVRM: Xid (PCI:0000:18:00): 13, pid=7, name=NVRM: GPU 0000:18:00.0: GPU reset, Graphics Exception"),
+		kern(3, "tmpfs: Unknown parameter 'NVRM: GPU 0000:18:00.0: GPU reset completed'"),
+		{Prio: 14, Seq: 4, Msg: "NVRM: GPU 0000:18:00.0: GPU reset completed"},
+		kern(5, "NVRM: GPU at PCI:0000:18:00: GPU-5d9b7a4e-3c8d-2f1e-9a0b-6c7d8e9f0a1b"),
+	} {
+		if bus, ok := ParseReset(rec); ok {
+			t.Errorf("%+v read as a reset of %s", rec, bus)
+		}
 	}
 }
 
@@ -53,15 +94,15 @@ func TestXIDSeverity(t *testing.T) {
 func TestKmsgGarbage(t *testing.T) {
 	n := newNode(t)
 	n.write("/dev/kmsg", "6,0,0,-;ok\nthis is not a record\n")
-	_, _, err := ReadKmsg(n.root, "")
+	_, err := ReadKmsg(n.root, "")
 	if err == nil || !strings.Contains(err.Error(), "/dev/kmsg:2: ") {
 		t.Errorf("garbage kmsg: %v", err)
 	}
 	// Continuation lines are not records.
 	n.write("/dev/kmsg", "6,0,0,-;one\n SUBSYSTEM=pci\n6,1,5,-;two\n")
-	recs, last, err := ReadKmsg(n.root, "")
-	if err != nil || len(recs) != 2 || last != 1 || recs[1].Msg != "two" {
-		t.Errorf("records %+v last %d: %v", recs, last, err)
+	k, err := ReadKmsg(n.root, "")
+	if err != nil || len(k.Records) != 2 || k.Last != 1 || k.Records[1].Msg != "two" || k.Records[1].Prio != 6 {
+		t.Errorf("records %+v: %v", k, err)
 	}
 }
 
