@@ -84,7 +84,7 @@ const (
 type GresSection struct {
 	Name         string            `toml:"name"`           // GRES name, "gpu"
 	TypeNames    map[string]string `toml:"type_names"`     // Slurm's autodetected type -> site name
-	NUMAAsSocket Tristate          `toml:"numa_as_socket"` // node line uses NUMA nodes as sockets
+	NUMAAsSocket Tristate          `toml:"numa_as_socket"` // node line's sockets: true NUMA nodes, false real ones, "auto" as slurmd counts (slurm.conf's SlurmdParameters)
 	// Conf is the gres.conf slurmd reads, for the hooks to tell which GPUs
 	// SLURM_JOB_GPUS are; "auto" means the one beside SLURM_CONF, else
 	// /etc/slurm/gres.conf.

@@ -24,9 +24,11 @@ const synopsis = `usage: gpuprep-gres [flags]
 
 Prints gres.conf for this node (default), the slurm.conf node line
 (--format slurm), a table of GPU, NUMA, cores, NICs and NVLinks
-(--format table), or all of it as JSON. --check FILE compares an existing
-gres.conf with the hardware: exit 0 when it matches, 1 on a mismatch,
-2 when it cannot be read or parsed. Any output exits 1 when NVIDIA GPUs
+(--format table), or all of it as JSON. The node line counts sockets as
+slurmd will, following SlurmdParameters in the node's slurm.conf.
+--check FILE compares an existing gres.conf with the hardware, and the
+node's NodeName= line in slurm.conf with what slurmd will register: exit 0
+when they match, 1 on a mismatch, 2 when FILE cannot be read or parsed. Any output exits 1 when NVIDIA GPUs
 are on the PCI bus but the GPU backend lists none (driver not loaded).`
 
 // Main is gpuprep-gres: it prints the node's gres.conf (GPUs and MIG devices
@@ -46,7 +48,7 @@ func Main(e cli.Env) int {
 	fs.StringVar(&check, "check", "", "compare this gres.conf with the hardware (exit 1 on mismatch)")
 	fs.StringVar(&nodeName, "node-name", "", "NodeName to use (default: the short hostname)")
 	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket), or =false real sockets; default: [gres] numa_as_socket, \"auto\": what slurmd will count, per SlurmdParameters in the node's slurm.conf")
-	fs.StringVar(&slurmConf, "slurm-conf", "", "read SlurmdParameters from this slurm.conf (a file on this machine) instead of the node's (SLURM_CONF, /etc/slurm/slurm.conf, the configless copy)")
+	fs.StringVar(&slurmConf, "slurm-conf", "", "read SlurmdParameters (and, for --check, this node's NodeName= line) from this slurm.conf, a file on this machine, instead of the node's (SLURM_CONF, /etc/slurm/slurm.conf, the configless copy)")
 	fs.BoolVar(&nodeNameLines, "node-name-lines", false, "start every gres.conf line with NodeName=<node> (a gres.conf shared by several nodes, or configless Slurm)")
 	c.Register(fs)
 	if done, code := cli.Parse(fs, &c, e.Args, stdout); done {
