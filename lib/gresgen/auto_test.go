@@ -181,3 +181,27 @@ func TestOptionsFromConfigNUMAAsSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSaysWhyRealSocketsWhereNUMASplits: where NUMA nodes split the
+// sockets and slurm.conf lacks numa_node_as_socket, the output says the
+// line counts real sockets because of that file, and how to get NUMA
+// nodes, even when no GPU's cores cross a socket (a node without GPUs).
+func TestPlanSaysWhyRealSocketsWhereNUMASplits(t *testing.T) {
+	v, err := ReadSlurmdView(confRoot(t, map[string]string{"/etc/slurm/slurm.conf": "ClusterName=c\n"}), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := nps2Node()
+	node.GPUs = nil
+	res, _ := Plan(node, Options{Slurmd: v})
+	if len(res.Warnings) != 1 || res.Node.Sockets != 2 ||
+		res.Warnings[0].String() != "the 4 NUMA nodes split the 2 sockets; the node line counts real sockets, as slurmd will: /etc/slurm/slurm.conf sets no SlurmdParameters; "+
+			"fix: set SlurmdParameters=numa_node_as_socket in /etc/slurm/slurm.conf, restart slurmd and run gpuprep-gres again" {
+		t.Errorf("%s, warnings %q", res.Node, res.Warnings)
+	}
+	// An explicit numa_as_socket = false is the admin's choice: no warning.
+	res, _ = Plan(node, Options{Sockets: SocketsReal, SocketsBy: "--numa-as-socket=false", Slurmd: v})
+	if len(res.Warnings) != 0 {
+		t.Errorf("--numa-as-socket=false: warnings %v", res.Warnings)
+	}
+}
