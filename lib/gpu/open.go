@@ -68,8 +68,9 @@ func Specs() []string {
 //     builds with -tags gpuprep_mock and in tests).
 //   - auto: nvml when root is the host's "/" and NVML loads and
 //     initialises; else procfs when root has /proc/driver/nvidia/gpus; else
-//     none. NVML only ever describes the machine it runs on, so a fixture
-//     root never gets it. Name() tells which was chosen.
+//     none (a Fallback, which says why). NVML only ever describes the
+//     machine it runs on, so a fixture root never gets it. Name() tells
+//     which was chosen.
 func Open(spec string, root host.Root) (Backend, error) {
 	switch spec {
 	case "auto", "":
@@ -91,15 +92,46 @@ func Open(spec string, root host.Root) (Backend, error) {
 }
 
 func openAuto(root host.Root) (Backend, error) {
+	var why []string
 	if r, ok := lookup("nvml"); ok && root.IsHost() {
 		// Any NVML failure (no library, driver not loaded) falls through:
 		// procfs may still list the GPUs.
-		if b, err := r.open("", root); err == nil {
+		b, err := r.open("", root)
+		if err == nil {
 			return b, nil
 		}
+		why = append(why, "NVML: "+strings.TrimPrefix(err.Error(), "nvml: "))
 	}
 	if root.Exists(procGPUs) {
 		return OpenProcfs(root), nil
 	}
-	return None{}, nil
+	if root.Exists(procDriver) {
+		why = append(why, procGPUs+" missing")
+	} else {
+		why = append(why, procDriver+" missing: driver not loaded?")
+	}
+	return Fallback{Why: strings.Join(why, "; ")}, nil
+}
+
+// procDriver is the NVIDIA driver's procfs folder: there while the nvidia
+// module is loaded.
+const procDriver = "/proc/driver/nvidia"
+
+// Fallback is the none backend that --gpu-backend auto chose because no
+// backend answered: like None it is named "none" and lists no GPU, so a
+// node without GPUs runs as before; Why says what auto tried ("NVML:
+// libnvidia-ml.so.1 not found ...; /proc/driver/nvidia missing: driver not
+// loaded?"). An admin's explicit none is None, never Fallback: only a
+// fallback may be a node whose GPUs the driver lost (AutoFallback).
+type Fallback struct {
+	None
+	Why string
+}
+
+// AutoFallback says whether b is the none backend --gpu-backend auto fell
+// back to, and why; false for every other backend, an explicit none
+// included.
+func AutoFallback(b Backend) (why string, ok bool) {
+	f, ok := b.(Fallback)
+	return f.Why, ok
 }

@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,5 +43,40 @@ func TestOpenUnregistered(t *testing.T) {
 	_, err = Open("cuda", root)
 	if err == nil || !strings.Contains(err.Error(), `unknown backend "cuda" (want one of auto, procfs, none)`) {
 		t.Errorf("unknown spec: %v", err)
+	}
+}
+
+// TestOpenAutoFallback: auto without NVML and without the driver's procfs
+// files is the none backend that says why, so a caller can tell a node
+// whose driver is gone from an admin's explicit none, which stays None.
+func TestOpenAutoFallback(t *testing.T) {
+	dir := t.TempDir()
+	root := host.NewRoot(dir)
+	b, err := Open("auto", root)
+	if err != nil || b.Name() != "none" {
+		t.Fatalf("auto on an empty root: %v, %v", b, err)
+	}
+	if devs, err := b.Devices(); err != nil || len(devs) != 0 {
+		t.Errorf("fallback Devices: %v, %v", devs, err)
+	}
+	if why, ok := AutoFallback(b); !ok || why != "/proc/driver/nvidia missing: driver not loaded?" {
+		t.Errorf("AutoFallback = %q, %v", why, ok)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "proc/driver/nvidia"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = Open("", root)
+	if why, ok := AutoFallback(b); !ok || why != "/proc/driver/nvidia/gpus missing" {
+		t.Errorf("driver folder without gpus: AutoFallback = %q, %v", why, ok)
+	}
+	os.MkdirAll(filepath.Join(dir, "proc/driver/nvidia/gpus"), 0o755)
+	if b, _ = Open("auto", root); b.Name() != "procfs" {
+		t.Errorf("auto with the driver's gpus folder: %s", b.Name())
+	}
+	for _, spec := range []string{"none", "procfs"} {
+		b, _ := Open(spec, host.NewRoot(t.TempDir()))
+		if why, ok := AutoFallback(b); ok {
+			t.Errorf("explicit %s reads as a fallback (%q)", spec, why)
+		}
 	}
 }

@@ -98,6 +98,9 @@ func has(list []string, field string) bool { return slices.Contains(list, field)
 
 func evalGPUCount(f *Facts, e Expect) Result {
 	const c = "gpu_count"
+	if f.NoBackend != "" {
+		return evalNoBackend(f, e)
+	}
 	if f.Backend == "" || f.Backend == "none" {
 		return skip(c, nodeScope, "the GPU backend is none")
 	}

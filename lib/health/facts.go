@@ -31,6 +31,7 @@ type GPUFacts struct {
 // Evaluate turns it into results.
 type Facts struct {
 	Backend    string
+	NoBackend  string       // why --gpu-backend auto fell back to none (gpu.AutoFallback); "" otherwise
 	Devices    []gpu.Device // every GPU the backend lists
 	DevicesErr error
 	OnBus      []string // NVIDIA display controllers on the PCI bus
@@ -90,6 +91,7 @@ func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, need Need) *Facts {
 	}
 	if b != nil {
 		f.Backend = b.Name()
+		f.NoBackend, _ = gpu.AutoFallback(b)
 		f.Devices, f.DevicesErr = b.Devices()
 		if scope == nil {
 			scope = f.Devices

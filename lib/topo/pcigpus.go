@@ -9,18 +9,24 @@ import (
 // PCI ids NVIDIAGPUsOnBus looks for.
 const (
 	pciVendorNVIDIA   = 0x10de
-	pciClassDisplay   = 0x03 // base class: VGA, XGA, 3D controller, other display
+	pciClassVGA       = 0x0300 // class and subclass: VGA compatible controller
+	pciClass3D        = 0x0302 // 3D controller (data-centre GPUs)
 	pciDevicesSysPath = "/sys/bus/pci/devices"
+	// vfioDriver is the driver of a GPU handed to a virtual machine
+	// (passthrough): the host's NVIDIA driver never lists it.
+	vfioDriver = "vfio-pci"
 )
 
 // NVIDIAGPUsOnBus lists the bus ids ("0000:18:00.0") of the NVIDIA GPUs on
 // the PCI bus, sorted: the devices of /sys/bus/pci/devices whose vendor file
-// is 0x10de and whose class file is a display controller (0x03xxxx: VGA or
-// 3D controller; NVSwitches, 0x068000, and the GPUs' audio functions,
-// 0x0403xx, are not GPUs). The kernel lists them whether or not the NVIDIA
-// driver is loaded, so they tell a node whose GPU backend finds no GPU that
-// GPUs are there. A device whose vendor or class file cannot be read is
-// skipped; a node without /sys/bus/pci (a container) has none.
+// is 0x10de and whose class file is a VGA (0x0300xx) or 3D controller
+// (0x0302xx); NVSwitches (0x068000, bridges) and the GPUs' audio functions
+// (0x0403xx) are not GPUs. A GPU whose driver link names vfio-pci is left
+// out: it is passed through to a virtual machine, not the host's. The
+// kernel lists the others whether or not the NVIDIA driver is loaded, so
+// they tell a node whose GPU backend finds no GPU that GPUs are there. A
+// device whose vendor or class file cannot be read is skipped; a node
+// without /sys/bus/pci (a container) has none.
 func NVIDIAGPUsOnBus(r host.Root) ([]string, error) {
 	devs, err := r.Glob(pciDevicesSysPath + "/*/vendor")
 	if err != nil {
@@ -32,7 +38,10 @@ func NVIDIAGPUsOnBus(r host.Root) ([]string, error) {
 		if vendor, err := r.ReadHex(v); err != nil || vendor != pciVendorNVIDIA {
 			continue
 		}
-		if class, err := r.ReadHex(dir + "/class"); err != nil || class>>16 != pciClassDisplay {
+		if class, err := r.ReadHex(dir + "/class"); err != nil || class>>8 != pciClassVGA && class>>8 != pciClass3D {
+			continue
+		}
+		if drv, err := r.Resolve(dir + "/driver"); err == nil && path.Base(drv) == vfioDriver {
 			continue
 		}
 		out = append(out, path.Base(dir))
