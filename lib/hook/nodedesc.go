@@ -14,8 +14,10 @@ import (
 // either is a warning, never a drain.
 
 // publish runs after a prolog (deferred, with its result): it lists the
-// job's notices in out, and unless the run failed or is a dry run writes
-// the node description when needed and the notice file.
+// job's notices in out, and unless the run failed or is a dry run makes
+// /run/gpuprep root's 0755 (moving aside one another user owns or can
+// write, with anything planted in it), then writes the node description
+// when needed and the notice file.
 func publish(o *Options, out *Outcome, err error) {
 	if out == nil || err != nil {
 		return
@@ -23,6 +25,15 @@ func publish(o *Options, out *Outcome, err error) {
 	out.Notices = jobNotices(o, out)
 	if o.DryRun {
 		return
+	}
+	moved, derr := nodedesc.PrepareRunDir(o.Root)
+	for _, m := range moved {
+		o.Log.Warn("untrusted node directory for srunwrap moved aside", "what", m)
+		out.Warnings = append(out.Warnings, m)
+	}
+	if derr != nil {
+		o.Log.Warn("node directory for srunwrap not usable", "err", derr)
+		out.Warnings = append(out.Warnings, derr.Error())
 	}
 	out.NodeDescription = writeNodeDescription(o)
 	if werr := nodedesc.WriteNotice(o.Root, nodedesc.Notice{Job: o.Job.ID, Messages: out.Notices}); werr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"gpuprep/lib/srunconf"
@@ -133,5 +134,41 @@ func TestPrologNotices(t *testing.T) {
 	}
 	if _, err := os.Stat(r.Path(nodedesc.NoticeDir + "/6")); !os.IsNotExist(err) {
 		t.Errorf("notice file for a job with nothing to say: %v", err)
+	}
+}
+
+// A /run/gpuprep that another user could write before the first prolog
+// (here nobody's, world-writable, with a description planted in it) is
+// moved aside by the prolog with a warning, and made afresh, root's 0755:
+// srunwrap then reads the prolog's description, never the planted one.
+func TestPrologMovesAsideUntrustedRunDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	e := newEnv(t, "dgxa100", "mock:dgxa100")
+	gpu.Light(e.gpu)
+	e.write(host.BootIDPath, testBoot+"\n")
+	r := host.NewRoot(e.root)
+	dir := r.Path("/run/gpuprep")
+	planted := "gpuprep-node-description 2\nboot_id " + testBoot + "\n"
+	if os.MkdirAll(dir, 0o777) != nil || os.WriteFile(dir+"/node-description", []byte(planted), 0o644) != nil ||
+		os.Chown(dir+"/node-description", 65534, 65534) != nil || os.Chown(dir, 65534, 65534) != nil || os.Chmod(dir, 0o777) != nil {
+		t.Fatal("cannot plant")
+	}
+	o := e.opts(1, []int{1}, "")
+	o.Version = "1.0"
+	out, err := Prolog(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(out.Warnings, "\n"), dir+" was owned by uid 65534, not by the writer (uid 0): moved aside to ") {
+		t.Errorf("no warning of the move: %q", out.Warnings)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode() != os.ModeDir|0o755 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("/run/gpuprep afterwards: %v, %v", fi, err)
+	}
+	if d, err := nodedesc.Load(r); err != nil || d.Gpuprep != "1.0" || len(d.Node.GPUs) != 8 {
+		t.Errorf("the description read: %+v, %v", d, err)
 	}
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // Write stores d at Path under r: /run/gpuprep is created 0755 (never
-// through a symlink, and only when the writer owns it), the file 0644,
-// replaced atomically. A symlink at /run/gpuprep or at the file is refused
-// with an error naming it.
+// through a symlink, and only used when the writer owns it and nobody else
+// can write it: PrepareRunDir makes it so), the file 0644, replaced
+// atomically. A symlink at /run/gpuprep or at the file is refused with an
+// error naming it.
 func Write(r host.Root, d *Description) error {
 	data := encode(d)
 	fd, err := openDir(r, runDir, true)
@@ -30,8 +31,10 @@ func Write(r host.Root, d *Description) error {
 // ErrMissing when there is none, ErrStale (saying why) when it was written
 // in another boot (/proc/sys/kernel/random/boot_id differs or cannot be
 // read), in another format version, or is not a file the prolog wrote (a
-// symlink, writable by others); a file that does not parse is an error
-// naming it.
+// symlink, writable by others than its owner, owned by another user than
+// root or the reader, in /run/gpuprep of such a user or writable by
+// others; a file of uid 65534 is root's only inside a user namespace); a
+// file that does not parse is an error naming it.
 func Load(r host.Root) (*Description, error) {
 	data, err := readTrusted(r, Path)
 	if err != nil {

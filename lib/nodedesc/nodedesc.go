@@ -46,7 +46,8 @@ var ErrMissing = errors.New("node description missing")
 
 // ErrStale is wrapped by Load when the description cannot be trusted: it
 // was written in another boot, in another format version, or the file is
-// not one the prolog wrote (not a regular file, writable by others).
+// not one the prolog wrote (not a regular file, writable by others, owned
+// by another user, or in a directory that is).
 var ErrStale = errors.New("node description stale")
 
 // Description is the node as the prolog found it, for srunwrap.
