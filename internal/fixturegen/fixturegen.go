@@ -20,6 +20,8 @@
 //     information), /proc/driver/nvidia-caps (mig-minors) and the MIG
 //     capability files of existing instances.
 //   - DMI, kernel knobs (THP, vm sysctls, numa_balancing), a cgroup v2 top.
+//   - slurmd: its process in /proc (root, /usr/sbin/slurmd, in
+//     system.slice/slurmd.service) and /run/slurmd.pid.
 //
 // Every symlink is relative, as the kernel's are, so a root can be moved and
 // archived.
@@ -51,6 +53,7 @@ func build(s nodeshape.Shape) (*tree, error) {
 	writeNet(t, l, pt)
 	writeNVIDIA(t, l)
 	writeSystem(t, l)
+	writeSlurmd(t, l)
 	if t.err != nil {
 		return nil, t.err
 	}

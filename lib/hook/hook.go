@@ -83,7 +83,8 @@ func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
 func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
-	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, IRQs: o.Config.Isolation.IRQs, Writer: cgwriter.Writer{}}
+	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, IRQs: o.Config.Isolation.IRQs, Writer: cgwriter.Writer{},
+		SlurmConf: o.Job.Conf, Node: o.Job.NodeName}
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso})
 	m := make(map[string]knob.Knob, len(ks))
 	for _, k := range ks {

@@ -18,15 +18,20 @@ type Released struct {
 // deadJobs finds the jobs with a record in the spool that are over although
 // their epilog never ran (the node or slurmd crashed, or an epilog was
 // killed and the node resumed), without asking slurmctld:
-//   - Slurm's cgroup tree is on the node but has no cgroup for the job, and
-//     its prolog ran longer ago than general.dead_job_grace (the time a job
-//     may run without one, between its prolog and its first step);
+//   - every sign of the job is gone, and its prolog ran longer ago than
+//     general.dead_job_grace (the time a job may run without a cgroup,
+//     between its prolog and its first step): Slurm's cgroup tree is on
+//     the node but holds no job_<id> cgroup anywhere (any hierarchy, any
+//     depth), and no slurmstepd of the job runs (a root process whose exe
+//     is slurmstepd, named "slurmstepd: [<id>.<step>]");
 //   - its prolog ran longer ago than general.max_job_age (when set).
 //
-// except is the job of this run. Jobs of an earlier boot are handled before
-// (dropBootStale).
+// Where either cannot be looked at completely (a folder or process that
+// cannot be read for any reason but "does not exist", a tree too large),
+// no job is told dead but by age. except is the job of this run. Jobs of
+// an earlier boot are handled before (dropBootStale).
 func deadJobs(o *Options, s *spoolState, except string) []Released {
-	var cg *slurm.JobCgroups
+	var ev *jobEvidence
 	now := o.now()
 	var dead []Released
 	for _, job := range s.jobOrder() {
@@ -42,16 +47,53 @@ func deadJobs(o *Options, s *spoolState, except string) []Released {
 		if age <= o.Config.General.DeadJobGrace {
 			continue
 		}
-		if cg == nil {
-			var err error
-			if cg, err = slurm.FindJobCgroups(o.Root); err != nil {
-				o.Log.Warn("cannot look for Slurm's job cgroups; dead jobs are told by age only", "err", err)
-				cg = &slurm.JobCgroups{}
-			}
+		if ev == nil {
+			ev = lookForJobs(o)
 		}
-		if cg.Present() && !cg.Has(job) {
-			dead = append(dead, Released{Job: job, Kind: "cgroup", Reason: fmt.Sprintf("no cgroup job_%s under %s: the job is over but its epilog did not run", job, cg.Where())})
+		if gone, where := ev.gone(job); gone {
+			dead = append(dead, Released{Job: job, Kind: "cgroup", Reason: fmt.Sprintf("no cgroup job_%s under %s and no slurmstepd of the job: the job is over but its epilog did not run", job, where)})
 		}
 	}
 	return dead
+}
+
+// jobEvidence is what a run found of Slurm's jobs: their cgroups, and
+// Slurm's slurmstepd processes (read when a job has no cgroup).
+type jobEvidence struct {
+	o       *Options
+	cg      *slurm.JobCgroups // nil when it could not be looked at
+	daemons *slurm.Daemons
+	scanned bool
+}
+
+// lookForJobs walks Slurm's cgroup tree once per run.
+func lookForJobs(o *Options) *jobEvidence {
+	ev := &jobEvidence{o: o}
+	cg, err := slurm.FindJobCgroups(o.Root)
+	if err != nil {
+		o.Log.Warn("cannot look for Slurm's job cgroups; dead jobs are told by age only", "err", err)
+		return ev
+	}
+	ev.cg = cg
+	return ev
+}
+
+// gone says whether every sign of job is gone; where names the folders
+// looked in.
+func (ev *jobEvidence) gone(job string) (bool, string) {
+	if ev.cg == nil || !ev.cg.Present() || ev.cg.Has(job) {
+		return false, ""
+	}
+	if !ev.scanned {
+		ev.scanned = true
+		d, err := slurm.ScanDaemons(ev.o.Root)
+		if err != nil {
+			ev.o.Log.Warn("cannot look for Slurm's slurmstepd processes; dead jobs are told by age only", "err", err)
+		}
+		ev.daemons = d
+	}
+	if ev.daemons == nil || ev.daemons.HasStepd(job) {
+		return false, ""
+	}
+	return true, ev.cg.Where()
 }

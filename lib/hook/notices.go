@@ -3,9 +3,11 @@ package hook
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/nodedesc"
 )
 
 // jobNotices lists, one line each, what the prolog did for the job that its
@@ -57,4 +59,20 @@ func scopeOf(scope string) string {
 		return " on " + uuid
 	}
 	return ""
+}
+
+// forgetJobNotices removes a released job's notices for srunwrap
+// (/run/gpuprep/jobs/<id>, nodedesc.RemoveNotice, as the epilog does);
+// a failure is a warning.
+func forgetJobNotices(o *Options, job string) {
+	if o.DryRun {
+		return
+	}
+	id, err := strconv.ParseUint(job, 10, 64)
+	if err != nil {
+		return // not a job id: no notice was ever written under it
+	}
+	if err := nodedesc.RemoveNotice(o.Root, id); err != nil {
+		o.Log.Warn("a released job's notices not removed", "dead_job", job, "err", err)
+	}
 }

@@ -15,7 +15,8 @@ import (
 // other job holds to its baseline, and removes the record. A restore that
 // fails keeps the record, holding just what failed, so that
 // `gpuprep-epilog --job-id N` can retry. other is set when the job is not
-// this run's own (a dead job): its drift is reported under its id.
+// this run's own (a dead job): its drift is reported under its id, and its
+// notices for srunwrap are removed.
 func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, out *Outcome, other bool) error {
 	knobs := catalog(o, gpusByUUID(o.devices(), rec.GPUs))
 	var holds []plan.Hold
@@ -55,6 +56,7 @@ func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, 
 		out.Drift = append(out.Drift, found...)
 	}
 	p := plan.Release(rec.Job, holds, current, defaults(o, knobs), s.nodeState())
+	narrowRestores(knobs, holds, p)
 	if !other {
 		out.Changes = p.Changes
 	}
@@ -75,6 +77,11 @@ func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, 
 		s.jobs[rec.Job] = after
 	} else {
 		delete(s.jobs, rec.Job)
+	}
+	if other {
+		// A dead job's epilog never ran: its notices go as they would
+		// have then (this run's own job's go after its epilog).
+		forgetJobNotices(o, rec.Job)
 	}
 	return err
 }

@@ -159,10 +159,27 @@ func (r Root) ReadHex(p string) (uint64, error) {
 	return v, nil
 }
 
-// Exists says whether a node path exists (following symlinks).
+// Exists says whether a node path exists (following symlinks). Any error
+// reads as "no": where an unreadable path must not count as gone (a job's
+// cgroup, a process), use ExistsErr.
 func (r Root) Exists(p string) bool {
 	_, err := os.Stat(r.Path(p))
 	return err == nil
+}
+
+// ExistsErr says whether a node path exists (following symlinks), telling
+// "does not exist" (false, nil) from every other error (false, err): a
+// permission denied, an I/O error or a path component that is not a folder
+// say nothing about whether it exists.
+func (r Root) ExistsErr(p string) (bool, error) {
+	_, err := os.Stat(r.Path(p))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
 }
 
 // ReadDir lists the names in a node directory, sorted.

@@ -5,11 +5,15 @@
 //
 //   - housekeeping.go: the housekeeping CPUs a profile names (an explicit
 //     list, or N whole cores per NUMA node or per socket), from lib/topo.
-//   - targets.go: which cgroups to confine. cgroup v2: the siblings of
-//     Slurm's slurmstepd.scope in its slice (normally system.slice), except
-//     slurmd and configured exclusions, plus user.slice and init.scope.
-//     cgroup v1: the top-level cgroups of the cpuset hierarchy outside
-//     Slurm's slurm/ tree, and "." for the root cgroup's host processes.
+//   - targets.go: which cgroups to confine, never one that holds slurmd,
+//     a slurmstepd or a job, nor an ancestor of one: where they run is
+//     read from their processes and Slurm's cgroups at any depth
+//     (lib/slurm's FindLayout); when it cannot be told, nothing is
+//     confined. cgroup v2: the other children of every ancestor of
+//     Slurm's cgroups (the services beside slurmd, normally in
+//     system.slice), except configured exclusions, plus user.slice and
+//     init.scope. cgroup v1: the top-level cgroups of the cpuset hierarchy
+//     outside Slurm's, and "." for the root cgroup's host processes.
 //   - v1root.go: those processes moved into gpuprep.housekeeping and back.
 //   - cgroupfs.go: reading and writing cpuset.cpus; writes go through a
 //     Writer, lib/isolate/cgwriter's over github.com/containerd/cgroups/v3
@@ -17,6 +21,9 @@
 //     so that only the prolog and epilog link containerd/cgroups.
 //   - state.go: the canonical form of what the confined cgroups hold, the
 //     Value of the housekeeping_cpus knob (lib/knob).
+//   - baseline.go: what puts them back, per cgroup always (the cgroups
+//     gpuprep wrote, each with what it held before), so that a unit
+//     started during a job is never written by a restore.
 //
 // Nothing here names /sys directly: every path resolves against a
 // host.Root.

@@ -36,6 +36,7 @@ func v2Tree(t *testing.T) host.Root {
 	files["system.slice/slurmstepd.scope/job_1/cpuset.cpus"] = "4-7"
 	files["system.slice/slurmstepd.scope/job_1/step_0/cpuset.cpus"] = "4-7"
 	writeTree(t, dir, "sys/fs/cgroup", files)
+	addSlurmd(t, dir, "0::/system.slice/slurmd.service\n")
 	return host.NewRoot(dir)
 }
 
@@ -56,6 +57,7 @@ func v1Tree(t *testing.T) host.Root {
 	writeTree(t, dir, "sys/fs/cgroup/cpuset", files)
 	// The hybrid layout's cgroup2 mount, with no cpuset.
 	writeTree(t, dir, "sys/fs/cgroup/unified", map[string]string{"cgroup.controllers": ""})
+	addSlurmd(t, dir, "3:cpuset:/\n1:name=systemd:/system.slice/slurmd.service\n0::/system.slice/slurmd.service\n")
 	return host.NewRoot(dir)
 }
 

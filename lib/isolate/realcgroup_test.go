@@ -72,6 +72,7 @@ func TestRealCgroup(t *testing.T) {
 			t.Errorf("cleanup: unmount %s: %v", mnt, err)
 		}
 	})
+	addSlurmd(t, root, "0::/system.slice/slurmd.service\n")
 	svc := start(t, base+"/system.slice/svc.service")
 	job := start(t, base+"/system.slice/slurmstepd.scope/job_1")
 	all := allowed(t, svc)

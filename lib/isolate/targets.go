@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/knobval"
+	"gpuprep/lib/slurm"
 )
 
 // Options are the node-wide [isolation] settings.
@@ -23,6 +26,10 @@ type Options struct {
 	// Writer changes the cgroups (lib/isolate/cgwriter's); Apply fails
 	// without one. Reading needs none.
 	Writer Writer
+	// SlurmConf is SLURM_CONF as slurmd gives it to the prolog and epilog
+	// ("" when unset) and Node the node's name (SLURMD_NODENAME): where
+	// slurmd's pid file is found (slurm.conf's SlurmdPidFile, %n).
+	SlurmConf, Node string
 }
 
 // ErrNoCpuset says the node has no cpuset controller gpuprep can use
@@ -31,11 +38,10 @@ var ErrNoCpuset = errors.New("no cpuset controller")
 
 // Node paths of the cgroup mounts.
 const (
-	cgroupMount  = "/sys/fs/cgroup"
-	unifiedFile  = "/sys/fs/cgroup/cgroup.controllers" // only where /sys/fs/cgroup is cgroup v2
-	v1CpusetDir  = "/sys/fs/cgroup/cpuset"
-	stepdSuffix  = "slurmstepd.scope"
-	defaultSlice = "system.slice"
+	cgroupMount = "/sys/fs/cgroup"
+	unifiedFile = "/sys/fs/cgroup/cgroup.controllers" // only where /sys/fs/cgroup is cgroup v2
+	v1CpusetDir = "/sys/fs/cgroup/cpuset"
+	stepdSuffix = slurm.StepdScopeSuffix
 )
 
 // Hierarchy is the cpuset hierarchy of a node: cgroup v2 at /sys/fs/cgroup,
@@ -51,6 +57,10 @@ type Hierarchy struct {
 	// Apply.
 	exclude []string
 	w       Writer
+	// prot is the protected set (cgroups of Slurm's, see protected), read
+	// by the first Targets: a Hierarchy lives for one read or apply, and
+	// the /proc scan and the cgroup walk need not run twice in it.
+	prot map[string]bool
 }
 
 // Open finds the cpuset hierarchy under root. cgroup v2 needs "cpuset" in
@@ -77,69 +87,169 @@ func (h *Hierarchy) Mount() string { return h.mount }
 // nodePath is the node path of a cgroup.
 func (h *Hierarchy) nodePath(cg string) string { return path.Join(h.mount, cg) }
 
-// Targets lists the cgroups to confine, sorted. It never lists Slurm's
-// cgroups, their ancestors or anything below them.
+// ErrUnknownLayout says where slurmd and the jobs run cannot be told
+// (no slurmd process found, /proc or the cgroup tree unreadable): nothing
+// is confined then, since a guess could confine slurmd and every job. It
+// wraps knobval.ErrUnsupported: isolation is skipped on such a node, with
+// the reason, as any knob the node lacks.
+var ErrUnknownLayout = fmt.Errorf("cannot tell where slurmd and the jobs run, so no cgroup is confined: %w", knobval.ErrUnsupported)
+
+// topUnits are the top-level cgroups of systemd's tree Targets may confine
+// as wholes (v2); machine.slice (virtual machines and containers an admin
+// runs as workloads) and anything else at the top are left alone.
+var topUnits = []string{"init.scope", "system.slice", "user.slice"}
+
+// Targets lists the cgroups to confine, sorted. It never lists a cgroup
+// that holds slurmd, a slurmstepd (Slurm's slurmstepd.scope) or a job, nor
+// an ancestor of one, nor anything inside one. Where slurmd and the jobs
+// run is read from the node itself (slurm.FindLayout): slurmd's processes
+// (its pid file, SlurmdPidFile, and /proc) and their /proc/<pid>/cgroup,
+// every slurmstepd's, and Slurm's scopes and job cgroups at any depth.
+// When it cannot be told, the error wraps ErrUnknownLayout.
 //
-// cgroup v2: Slurm's cgroup/v2 plugin puts every job under
-// <slice>/slurmstepd.scope (normally system.slice), so a limit on the
-// slice would confine the jobs too. Instead each sibling of the scope in
-// its slice is confined, except slurmd (slurmd.service, slurmd@*.service)
-// and opt.Exclude, and user.slice and init.scope as wholes. Without a
-// slurmstepd.scope (no job has run since boot) the slice is system.slice.
+// cgroup v2: the protected cgroups are slurmd's and every slurmstepd's
+// cgroup, every *slurmstepd.scope and every job_<id>. Each cgroup that is
+// an ancestor of one (system.slice, a nested slurm slice, a container's
+// scope slurmd runs in) has its other children confined: the services
+// beside slurmd, at every level up to the top, where init.scope,
+// system.slice and user.slice are confined as wholes unless they hold
+// Slurm. Units named like slurmd's (slurmd.service, slurmd@*.service) or
+// Slurm's scope, and opt.Exclude, are never confined.
 //
 // cgroup v1: systemd does not manage cpuset, so the hierarchy holds
 // Slurm's slurm/ (or slurm_<node>/) tree and whatever else an admin made;
-// every top-level cgroup but Slurm's and opt.Exclude is confined, and "."
-// stands for the host processes in the hierarchy's root cgroup, which are
-// moved into gpuprep.housekeeping (v1root.go).
+// every top-level cgroup but Slurm's, those holding slurmd, a slurmstepd
+// or a job, and opt.Exclude is confined, and "." stands for the host
+// processes in the hierarchy's root cgroup, which are moved into
+// gpuprep.housekeeping (v1root.go).
 func (h *Hierarchy) Targets(opt Options) ([]string, error) {
-	if !h.V2 {
-		dirs, err := h.subdirs("")
+	if h.prot == nil {
+		lay, err := slurm.FindLayout(h.root, opt.SlurmConf, opt.Node)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (%v)", ErrUnknownLayout, err)
 		}
-		out := []string{rootTasks}
-		for _, d := range dirs {
-			if d == "slurm" || strings.HasPrefix(d, "slurm_") || d == hkCgroup || excluded(d, opt.Exclude) {
-				continue
-			}
-			out = append(out, d)
+		if h.prot, err = h.protected(lay); err != nil {
+			return nil, fmt.Errorf("%w (%v)", ErrUnknownLayout, err)
 		}
-		return out, nil
 	}
-	scope, err := h.stepdScope()
-	if err != nil {
-		return nil, err
+	prot := h.prot
+	if !h.V2 {
+		return h.targetsV1(opt, prot)
 	}
-	slice := defaultSlice
-	if scope != "" {
-		slice = path.Dir(scope)
-		if slice == "." {
-			slice = ""
+	if prot[""] {
+		return nil, nil // slurmd in the root cgroup: nothing around it is a service of its own
+	}
+	// anc: every strict ancestor of a protected cgroup.
+	anc := map[string]bool{}
+	for p := range prot {
+		for q := p; q != ""; {
+			q = parent(q)
+			anc[q] = true
 		}
 	}
 	var out []string
-	units, err := h.subdirs(slice)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	for _, u := range units {
-		if strings.HasSuffix(u, stepdSuffix) || isSlurmd(u) || excluded(u, opt.Exclude) {
-			continue
+	for _, a := range slices.Sorted(maps.Keys(anc)) {
+		if h.inside(a, prot) {
+			continue // a protected cgroup's children are Slurm's
 		}
-		out = append(out, path.Join(slice, u))
-	}
-	for _, top := range []string{"user.slice", "init.scope"} {
-		if !slices.Contains(out, top) && !excluded(top, opt.Exclude) && h.root.Exists(h.nodePath(top)) {
-			out = append(out, top)
+		units, err := h.subdirs(a)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a process's cgroup path not in this tree (a fixture, or it just went)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range units {
+			cg := path.Join(a, u)
+			switch {
+			case prot[cg], anc[cg], a == "" && !slices.Contains(topUnits, u),
+				strings.HasSuffix(u, stepdSuffix), isSlurmd(u), excluded(u, opt.Exclude):
+				continue
+			}
+			out = append(out, cg)
 		}
 	}
 	slices.Sort(out)
-	// Belt and braces: nothing that holds or lies inside a Slurm scope.
-	out = slices.DeleteFunc(out, func(cg string) bool {
-		return scope != "" && (cg == scope || strings.HasPrefix(scope, cg+"/") || strings.HasPrefix(cg, scope+"/"))
-	})
 	return out, nil
+}
+
+// targetsV1 is Targets on cgroup v1: "." and the top-level cgroups that
+// hold nothing of Slurm's.
+func (h *Hierarchy) targetsV1(opt Options, prot map[string]bool) ([]string, error) {
+	held := map[string]bool{}
+	for p := range prot {
+		top, _, _ := strings.Cut(p, "/")
+		held[top] = true
+	}
+	dirs, err := h.subdirs("")
+	if err != nil {
+		return nil, err
+	}
+	out := []string{rootTasks}
+	for _, d := range dirs {
+		if held[d] || d == "slurm" || strings.HasPrefix(d, "slurm_") || d == hkCgroup || excluded(d, opt.Exclude) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// protected lists, as paths below the hierarchy's mount ("" for its root),
+// the cgroups of slurmd and every slurmstepd (/proc/<pid>/cgroup: the v2
+// line, or v1's cpuset line) and Slurm's scopes, v1 trees and job cgroups
+// in this hierarchy. A daemon without a path in this hierarchy, or with one
+// outside this cgroup namespace ("/../..."), is an error.
+func (h *Hierarchy) protected(lay *slurm.Layout) (map[string]bool, error) {
+	prot := map[string]bool{}
+	key := ""
+	if !h.V2 {
+		key = "cpuset"
+	}
+	for _, d := range slices.Concat(lay.Slurmd, lay.Stepd) {
+		p, ok := d.Cgroups[key]
+		if !ok {
+			return nil, fmt.Errorf("process %d (%s): no %s line in /proc/%d/cgroup", d.PID, d.Exe, hierarchyName(h.V2), d.PID)
+		}
+		if slices.Contains(strings.Split(p, "/"), "..") {
+			return nil, fmt.Errorf("process %d (%s): cgroup %s lies outside this cgroup namespace", d.PID, d.Exe, p)
+		}
+		prot[strings.TrimPrefix(path.Clean(p), "/")] = true
+	}
+	for _, p := range slices.Concat(lay.Cgroups.Scopes, lay.Cgroups.V1Roots, lay.Cgroups.Jobs) {
+		if rel, ok := strings.CutPrefix(p, h.mount+"/"); ok {
+			prot[rel] = true
+		}
+	}
+	return prot, nil
+}
+
+// hierarchyName names the /proc/<pid>/cgroup line of a hierarchy.
+func hierarchyName(v2 bool) string {
+	if v2 {
+		return "cgroup v2 (0::)"
+	}
+	return "cpuset"
+}
+
+// parent is a cgroup's parent ("" for a top-level one).
+func parent(cg string) string {
+	if i := strings.LastIndexByte(cg, '/'); i >= 0 {
+		return cg[:i]
+	}
+	return ""
+}
+
+// inside says whether cg is a protected cgroup or lies in one.
+func (h *Hierarchy) inside(cg string, prot map[string]bool) bool {
+	for q := cg; ; q = parent(q) {
+		if prot[q] {
+			return true
+		}
+		if q == "" {
+			return false
+		}
+	}
 }
 
 // isSlurmd says whether a unit is slurmd's own (which Slurm confines
@@ -156,24 +266,6 @@ func excluded(unit string, patterns []string) bool {
 		}
 	}
 	return false
-}
-
-// stepdScope finds Slurm's slurmstepd scope (v2): "system.slice/slurmstepd.scope",
-// or with several slurmd per host "<slice>/<node>_slurmstepd.scope"; ""
-// when there is none. Where several match, the first in sorted order
-// counts; every one is still left alone, since none is a sibling of the
-// others' slice units (they end in slurmstepd.scope).
-func (h *Hierarchy) stepdScope() (string, error) {
-	for _, pat := range []string{"*" + stepdSuffix, "*/*" + stepdSuffix, "*/*/*" + stepdSuffix} {
-		m, err := h.root.Glob(path.Join(h.mount, pat))
-		if err != nil {
-			return "", fmt.Errorf("cgroup: %w", err)
-		}
-		if len(m) > 0 {
-			return strings.TrimPrefix(m[0], h.mount+"/"), nil
-		}
-	}
-	return "", nil
 }
 
 // subdirs lists the child cgroups (folders) of cg, sorted.

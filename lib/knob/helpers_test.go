@@ -222,7 +222,10 @@ func knobRoot(t testing.TB, name string) host.Root {
 		base := filepath.Base(rel)
 		return strings.HasPrefix(rel, "sys/devices/system/cpu/cpu") && (base == "cache" || base == "topology")
 	}
-	for _, top := range []string{"sys/devices/system/cpu", "sys/devices/system/node", "sys/kernel/mm", "proc/sys", "sys/fs/cgroup"} {
+	// proc/1482, run and usr/sbin: slurmd's process and pid file
+	// (internal/fixturegen), which housekeeping_cpus looks for.
+	for _, top := range []string{"sys/devices/system/cpu", "sys/devices/system/node", "sys/kernel/mm", "proc/sys", "sys/fs/cgroup",
+		"proc/1482", "run", "usr/sbin"} {
 		err := filepath.WalkDir(filepath.Join(src, top), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(src, top) {

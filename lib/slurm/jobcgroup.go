@@ -1,8 +1,13 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"slices"
+	"strings"
 
 	"gpuprep/lib/host"
 )
@@ -14,87 +19,171 @@ import (
 //
 //   - cgroup v2 (cgroup/v2 plugin): <slurmd's parent>/slurmstepd.scope/job_<id>,
 //     by default /sys/fs/cgroup/system.slice/slurmstepd.scope; with several
-//     slurmd per host, <nodename>_slurmstepd.scope.
+//     slurmd per host, <nodename>_slurmstepd.scope. slurmd may sit in a
+//     nested slice (Slice= in a drop-in) or inside a container's cgroup,
+//     so the scope may be at any depth.
 //   - cgroup v1: /sys/fs/cgroup/<controller>/slurm/uid_<uid>/job_<id> in each
 //     controller Slurm uses (slurm_<nodename> with several slurmd).
+//
+// FindJobCgroups walks every hierarchy for them, at any depth.
 type JobCgroups struct {
-	root host.Root
-	// parents are the folders that hold job_<id> folders: slurmstepd
-	// scopes (v2) and uid_<uid> folders (v1).
-	parents []string
-	// present is false when no Slurm cgroup tree is on the node (Slurm
-	// runs without cgroups, or not here): then nothing can be told.
-	present bool
+	// Scopes are Slurm's slurmstepd scopes (cgroup v2; node paths, sorted).
+	Scopes []string
+	// V1Roots are Slurm's cgroup v1 trees, slurm and slurm_<node> (node
+	// paths, sorted).
+	V1Roots []string
+	// Jobs are every job_<id> cgroup (node paths, sorted).
+	Jobs []string
+	// ids are the jobs of Jobs.
+	ids map[string]bool
 }
 
-// Glob patterns for Slurm's cgroup folders, node paths.
-var (
-	v2Scopes = []string{
-		"/sys/fs/cgroup/*slurmstepd.scope",
-		"/sys/fs/cgroup/*/*slurmstepd.scope",
-		"/sys/fs/cgroup/*/*/*slurmstepd.scope",
-	}
-	// v1Roots are Slurm's folders in each v1 controller hierarchy; the
-	// names are exact, so that systemd's units (slurmd.service) never match.
-	v1Roots = []string{"/sys/fs/cgroup/*/slurm", "/sys/fs/cgroup/*/slurm_*"}
+// Bounds of the walk, so that a huge cgroup tree cannot stall a prolog:
+// more folders, or deeper ones, are an error (nothing can be told).
+const (
+	maxCgroupDirs  = 20000
+	maxCgroupDepth = 24
 )
 
-// unifiedMarker exists only where /sys/fs/cgroup is cgroup v2 alone.
-const unifiedMarker = "/sys/fs/cgroup/cgroup.controllers"
+// Node paths of the cgroup mounts.
+const (
+	cgroupMount = "/sys/fs/cgroup"
+	// unifiedMarker exists only where /sys/fs/cgroup is cgroup v2 alone.
+	unifiedMarker = "/sys/fs/cgroup/cgroup.controllers"
+)
 
-// FindJobCgroups looks for Slurm's cgroup tree under root's /sys/fs/cgroup.
+// StepdScopeSuffix ends the name of Slurm's slurmstepd scope (cgroup v2).
+const StepdScopeSuffix = "slurmstepd.scope"
+
+// ErrCgroupTreeTooLarge is FindJobCgroups' error for a tree past its bounds.
+var ErrCgroupTreeTooLarge = errors.New("cgroup tree too large to search")
+
+// FindJobCgroups looks for Slurm's cgroups under root's /sys/fs/cgroup: in
+// the unified hierarchy where /sys/fs/cgroup is cgroup v2, else in every
+// hierarchy mounted below it (v1 controllers, and the hybrid layout's
+// unified/), at any depth. It never follows a symlink (v1's cpu ->
+// cpu,cpuacct) and does not descend into a job's cgroup. A folder that
+// vanishes during the walk is skipped; any other error (permission denied,
+// I/O) is returned, as is a tree past the walk's bounds: then which jobs
+// have a cgroup cannot be told.
 func FindJobCgroups(root host.Root) (*JobCgroups, error) {
-	jc := &JobCgroups{root: root}
-	for _, pat := range v2Scopes {
-		m, err := root.Glob(pat)
+	jc := &JobCgroups{ids: map[string]bool{}}
+	v2, err := root.ExistsErr(unifiedMarker)
+	if err != nil {
+		return nil, fmt.Errorf("slurm cgroups: %w", err)
+	}
+	tops := []string{cgroupMount}
+	if !v2 {
+		ents, err := os.ReadDir(root.Path(cgroupMount))
+		if errors.Is(err, fs.ErrNotExist) {
+			return jc, nil // no cgroupfs at all
+		}
 		if err != nil {
 			return nil, fmt.Errorf("slurm cgroups: %w", err)
 		}
-		jc.parents = append(jc.parents, m...)
-	}
-	if root.Exists(unifiedMarker) {
-		jc.present = len(jc.parents) > 0
-		return jc, nil
-	}
-	var v1 []string
-	for _, pat := range v1Roots {
-		m, err := root.Glob(pat)
-		if err != nil {
-			return nil, fmt.Errorf("slurm cgroups: %w", err)
+		tops = tops[:0]
+		for _, e := range ents {
+			if e.IsDir() {
+				tops = append(tops, path.Join(cgroupMount, e.Name()))
+			}
 		}
-		v1 = append(v1, m...)
 	}
-	for _, r := range v1 {
-		jc.present = true // the hierarchy exists even while no job runs
-		uids, err := root.Glob(path.Join(r, "uid_*"))
-		if err != nil {
-			return nil, fmt.Errorf("slurm cgroups: %w", err)
+	w := &cgroupWalk{root: root, jc: jc}
+	for _, top := range tops {
+		if err := w.walk(top, 0); err != nil {
+			return nil, err
 		}
-		jc.parents = append(jc.parents, uids...)
 	}
-	jc.present = jc.present || len(jc.parents) > 0
+	slices.Sort(jc.Scopes)
+	slices.Sort(jc.V1Roots)
+	slices.Sort(jc.Jobs)
 	return jc, nil
 }
 
-// Present says whether Slurm's cgroup tree is on the node, so that a
-// job's missing cgroup means something.
-func (jc *JobCgroups) Present() bool { return jc.present }
-
-// Where is the folder Slurm's job cgroups are looked for in, for messages.
-func (jc *JobCgroups) Where() string {
-	if len(jc.parents) == 0 {
-		return "/sys/fs/cgroup"
-	}
-	return jc.parents[0]
+// cgroupWalk is one FindJobCgroups walk.
+type cgroupWalk struct {
+	root host.Root
+	jc   *JobCgroups
+	dirs int
 }
 
-// Has says whether job has a cgroup now (job_<id> in any of Slurm's
-// folders).
-func (jc *JobCgroups) Has(job string) bool {
-	for _, p := range jc.parents {
-		if jc.root.Exists(path.Join(p, "job_"+job)) {
-			return true
+// walk lists the child cgroups of dir (a node path, depth levels below its
+// hierarchy's root) and goes down each that is not a job's.
+func (w *cgroupWalk) walk(dir string, depth int) error {
+	ents, err := os.ReadDir(w.root.Path(dir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		return fmt.Errorf("slurm cgroups: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() { // files, and symlinks (never followed)
+			continue
+		}
+		name, p := e.Name(), dir+"/"+e.Name()
+		if w.dirs++; w.dirs > maxCgroupDirs {
+			return fmt.Errorf("slurm cgroups: more than %d cgroups under %s: %w", maxCgroupDirs, cgroupMount, ErrCgroupTreeTooLarge)
+		}
+		if id, ok := JobCgroupID(name); ok {
+			w.jc.Jobs = append(w.jc.Jobs, p)
+			w.jc.ids[id] = true
+			continue // its steps and tasks
+		}
+		switch {
+		case strings.HasSuffix(name, StepdScopeSuffix):
+			w.jc.Scopes = append(w.jc.Scopes, p)
+		case name == "slurm" || strings.HasPrefix(name, "slurm_"):
+			w.jc.V1Roots = append(w.jc.V1Roots, p)
+		}
+		if depth+1 >= maxCgroupDepth {
+			return fmt.Errorf("slurm cgroups: %s is more than %d levels deep: %w", p, maxCgroupDepth, ErrCgroupTreeTooLarge)
+		}
+		if err := w.walk(p, depth+1); err != nil {
+			return err
 		}
 	}
-	return false
+	return nil
+}
+
+// JobCgroupID is the job id of a job cgroup's name ("job_12" gives "12").
+func JobCgroupID(name string) (string, bool) {
+	id, ok := strings.CutPrefix(name, "job_")
+	if !ok || id == "" {
+		return "", false
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return id, true
+}
+
+// Present says whether Slurm's cgroup tree is on the node (a slurmstepd
+// scope, a v1 slurm tree, or any job cgroup), so that a job's missing
+// cgroup means something.
+func (jc *JobCgroups) Present() bool {
+	return jc != nil && len(jc.Scopes)+len(jc.V1Roots)+len(jc.Jobs) > 0
+}
+
+// Where names the folders Slurm's job cgroups were looked for in, for
+// messages.
+func (jc *JobCgroups) Where() string {
+	var in []string
+	if jc != nil {
+		in = append(slices.Clone(jc.Scopes), jc.V1Roots...)
+	}
+	switch {
+	case len(in) == 0:
+		return cgroupMount
+	case len(in) > 3:
+		return strings.Join(in[:3], ", ") + fmt.Sprintf(" and %d more", len(in)-3)
+	}
+	return strings.Join(in, ", ")
+}
+
+// Has says whether job has a cgroup (job_<id> anywhere in any hierarchy).
+func (jc *JobCgroups) Has(job string) bool {
+	return jc != nil && jc.ids[job]
 }

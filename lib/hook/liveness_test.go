@@ -1,0 +1,175 @@
+package hook
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"gpuprep/lib/nodedesc"
+)
+
+// addProcess gives a fixture root a process as /proc shows it: exe, a link
+// to the program (an empty file under the root), status with its real
+// user, cmdline (blanks become NULs), comm and its cgroup.
+func addProcess(t *testing.T, root string, pid, uid int, exe, cmdline, cgroup string) {
+	t.Helper()
+	proc := filepath.Join(root, "proc", strconv.Itoa(pid))
+	prog := filepath.Join(root, exe)
+	for _, d := range []string{proc, filepath.Dir(prog)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(prog, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(proc, prog)
+	if err := os.Symlink(rel, filepath.Join(proc, "exe")); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]string{
+		"status":  fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", filepath.Base(exe), uid, uid, uid, uid),
+		"cmdline": strings.ReplaceAll(cmdline, " ", "\x00") + "\x00",
+		"comm":    filepath.Base(exe) + "\n",
+		"cgroup":  "0::/" + cgroup + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(proc, name), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// released says whether a prolog's outcome released job.
+func released(out *Outcome, job string) bool {
+	for _, r := range out.Released {
+		if r.Job == job {
+			return true
+		}
+	}
+	return false
+}
+
+// A stale slurmstepd.scope near the top (left by an earlier slurmd) while
+// slurmd and the live jobs run deeper (in a container's scope): job 2's
+// prolog must not release job 1, whose cgroup is there. Once job 1's
+// cgroup is gone, it is released.
+func TestLiveJobDeeperThanStaleScope(t *testing.T) {
+	e := newRecoveryEnv(t)
+	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmstepd.scope"), 0o755)
+	job1 := filepath.Join(e.root, "sys/fs/cgroup/system.slice/docker-0a1b.scope/system.slice/slurmstepd.scope/job_1")
+	os.MkdirAll(filepath.Join(job1, "step_extern"), 0o755)
+	e.prolog(1, []int{0}, "")
+	if out := e.prolog(2, []int{1}, ""); released(out, "1") {
+		t.Fatalf("job 2's prolog released the live job 1: %+v", out.Released)
+	}
+	if s := e.settings(0); s.ComputeMode != "exclusive_process" {
+		t.Errorf("live job 1's GPU restored under it: %+v", s)
+	}
+	os.RemoveAll(job1)
+	os.MkdirAll(filepath.Join(filepath.Dir(job1), "job_2"), 0o755)
+	if out := e.prolog(3, []int{2}, ""); !released(out, "1") || released(out, "2") {
+		t.Errorf("after job 1's cgroup went: released %+v, want job 1 only", out.Released)
+	}
+}
+
+// Without a cgroup, a job's slurmstepd keeps it alive: a root process
+// running slurmstepd named "slurmstepd: [<id>.extern]". A user's process
+// with that name (even running a copy of slurmstepd), or a root process of
+// another program, keeps nothing alive.
+func TestStepdKeepsJobAlive(t *testing.T) {
+	e := newRecoveryEnv(t)
+	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmstepd.scope"), 0o755)
+	e.prolog(7, []int{0}, "")
+	addProcess(t, e.root, 5000, 0, "usr/sbin/slurmstepd", "slurmstepd: [7.extern]", "system.slice/slurmstepd.scope/job_7/step_extern/slurm")
+	if out := e.prolog(8, []int{1}, ""); released(out, "7") {
+		t.Fatalf("job 7, whose slurmstepd runs, released: %+v", out.Released)
+	}
+	os.RemoveAll(filepath.Join(e.root, "proc/5000"))
+	addProcess(t, e.root, 6000, 1000, "home/mallory/slurmstepd", "slurmstepd: [7.extern]", "user.slice/user-1000.slice/session-3.scope")
+	addProcess(t, e.root, 6001, 0, "usr/bin/python3", "slurmstepd: [7.extern]", "system.slice/cron.service")
+	if out := e.prolog(9, []int{2}, ""); !released(out, "7") {
+		t.Errorf("job 7 kept alive by look-alikes of its slurmstepd: released %+v", out.Released)
+	}
+}
+
+// withoutDACOverride runs f on a thread of its own whose effective
+// capabilities lack CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that a
+// test running as root meets file permissions as any other process (a
+// folder mode 0: EACCES). The thread ends with f.
+func withoutDACOverride(t *testing.T, f func()) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes with the goroutine
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			errc <- err
+			return
+		}
+		data[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			errc <- err
+			return
+		}
+		f()
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		t.Fatalf("dropping capabilities: %v", err)
+	}
+}
+
+// A folder of the cgroup tree that cannot be read (permission denied)
+// says nothing about the jobs in it: job 1, whose cgroup may be there, is
+// not released.
+func TestUnreadableCgroupKeepsJob(t *testing.T) {
+	e := newRecoveryEnv(t)
+	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmstepd.scope"), 0o755)
+	ctr := filepath.Join(e.root, "sys/fs/cgroup/system.slice/docker-0a1b.scope")
+	os.MkdirAll(filepath.Join(ctr, "slurmstepd.scope/job_1/step_extern"), 0o755)
+	e.prolog(1, []int{0}, "")
+	if err := os.Chmod(ctr, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ctr, 0o755) })
+	var out *Outcome
+	var err error
+	withoutDACOverride(t, func() { out, err = Prolog(context.Background(), e.opts(2, []int{1}, "")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if released(out, "1") {
+		t.Errorf("job 1 released although its cgroup could not be looked for: %+v", out.Released)
+	}
+}
+
+// A dead job's notices for srunwrap (/run/gpuprep/jobs/<id>) go with its
+// release, as after its epilog; the releasing job's own stay.
+func TestReleasedJobNoticesRemoved(t *testing.T) {
+	e := newRecoveryEnv(t)
+	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmstepd.scope/job_2"), 0o755)
+	e.prolog(1, []int{0}, "")
+	r := e.opts(1, nil, "").Root
+	for _, job := range []uint64{1, 2} {
+		if err := nodedesc.WriteNotice(r, nodedesc.Notice{Job: job, Messages: []string{"profile \"x\" not found"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := e.prolog(3, []int{1}, ""); !released(out, "1") {
+		t.Fatalf("dead job 1 not released: %+v", out.Released)
+	}
+	if _, err := os.Stat(r.Path(nodedesc.NoticeDir + "/1")); !os.IsNotExist(err) {
+		t.Errorf("released job 1's notices left behind (%v)", err)
+	}
+	if n, err := nodedesc.LoadNotice(r, 2); err != nil || len(n.Messages) != 1 {
+		t.Errorf("live job 2's notices: %+v, %v", n, err)
+	}
+}

@@ -1,0 +1,218 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"gpuprep/lib/host"
+)
+
+// Slurm's daemons on a node, found in /proc: slurmd (one per node name it
+// serves) and slurmstepd (one per running job step, and on cgroup v2
+// slurmd's "slurmstepd infinity" that keeps slurmstepd.scope alive).
+
+// Daemon is a slurmd or slurmstepd process.
+type Daemon struct {
+	PID int
+	// Exe is where /proc/<pid>/exe points ("/usr/sbin/slurmd"), without
+	// the " (deleted)" the kernel adds once the file was replaced.
+	Exe string
+	// Cmdline is /proc/<pid>/cmdline, arguments joined by blanks: a job
+	// step's slurmstepd rewrites it to "slurmstepd: [12.extern]".
+	Cmdline string
+	// Cgroups is /proc/<pid>/cgroup: the cgroup v2 path under "" (the
+	// "0::" line) and each v1 hierarchy's path under each of its
+	// controllers ("cpuset", "freezer", "name=systemd"). Paths are as the
+	// kernel gives them, relative to the reader's cgroup namespace
+	// ("/system.slice/slurmd.service").
+	Cgroups map[string]string
+}
+
+// Daemons are the Slurm daemons running on a node.
+type Daemons struct {
+	Slurmd, Stepd []Daemon
+}
+
+// Executable names of Slurm's node daemons.
+const (
+	SlurmdName = "slurmd"
+	StepdName  = "slurmstepd"
+)
+
+// maxProcs bounds the /proc entries ScanDaemons examines, so that a node
+// with an absurd number of processes cannot stall a prolog; more is an
+// error (nothing can be told).
+const maxProcs = 1 << 17
+
+// ScanDaemons finds every slurmd and slurmstepd process in /proc: a process
+// whose /proc/<pid>/exe is a file named slurmd or slurmstepd and whose real
+// user (/proc/<pid>/status, Uid:) is root. A user can start a process with
+// any name and command line, even a copy of slurmstepd, but not as root, so
+// none passes for Slurm's. A process that exits meanwhile, or a kernel
+// thread (no exe), is skipped. Any other error (/proc unreadable; a process
+// whose exe cannot be read while its /proc/<pid>/comm or command line names
+// a Slurm daemon) is returned: then what runs on the node cannot be told.
+func ScanDaemons(r host.Root) (*Daemons, error) {
+	names, err := r.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("slurm daemons: %w", err)
+	}
+	d := &Daemons{}
+	n := 0
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if n++; n > maxProcs {
+			return nil, fmt.Errorf("slurm daemons: more than %d processes in /proc: not examined", maxProcs)
+		}
+		p, ok, err := examine(r, pid)
+		if err != nil {
+			return nil, fmt.Errorf("slurm daemons: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		if path.Base(p.Exe) == SlurmdName {
+			d.Slurmd = append(d.Slurmd, p)
+		} else {
+			d.Stepd = append(d.Stepd, p)
+		}
+	}
+	return d, nil
+}
+
+// examine reads one process: ok says it is a root slurmd or slurmstepd.
+func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	exe, err := os.Readlink(r.Path(dir + "/exe"))
+	if err != nil {
+		if gone(err) {
+			return Daemon{}, false, nil
+		}
+		// Unreadable (EACCES): it matters only if it may be Slurm's.
+		named, nerr := namedLikeDaemon(r, dir)
+		switch {
+		case nerr != nil && gone(nerr):
+			return Daemon{}, false, nil
+		case nerr != nil:
+			return Daemon{}, false, fmt.Errorf("process %d: %w", pid, nerr)
+		case named:
+			return Daemon{}, false, fmt.Errorf("process %d, named like a Slurm daemon: %w", pid, err)
+		}
+		return Daemon{}, false, nil
+	}
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if base := path.Base(exe); base != SlurmdName && base != StepdName {
+		return Daemon{}, false, nil
+	}
+	uid, err := realUID(r, dir+"/status")
+	if err != nil {
+		if gone(err) {
+			return Daemon{}, false, nil
+		}
+		return Daemon{}, false, fmt.Errorf("process %d: %w", pid, err)
+	}
+	if uid != 0 {
+		return Daemon{}, false, nil // a user's copy
+	}
+	d = Daemon{PID: pid, Exe: exe}
+	cmd, err := r.ReadFile(dir + "/cmdline")
+	if err == nil {
+		d.Cmdline = strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+		d.Cgroups, err = readProcCgroups(r, dir+"/cgroup")
+	}
+	if err != nil {
+		if gone(err) {
+			return Daemon{}, false, nil
+		}
+		return Daemon{}, false, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return d, true, nil
+}
+
+// namedLikeDaemon says whether a process's command name (/proc/<pid>/comm)
+// or its command line's first word names slurmd or slurmstepd.
+func namedLikeDaemon(r host.Root, dir string) (bool, error) {
+	comm, err := r.ReadString(dir + "/comm")
+	if err != nil {
+		return false, err
+	}
+	if comm == SlurmdName || comm == StepdName {
+		return true, nil
+	}
+	cmd, err := r.ReadFile(dir + "/cmdline")
+	if err != nil {
+		return false, err
+	}
+	first, _, _ := strings.Cut(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
+	first = path.Base(strings.TrimSuffix(first, ":"))
+	return first == SlurmdName || first == StepdName, nil
+}
+
+// gone says whether err is about a process that exited (or a kernel thread
+// without an exe).
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// realUID reads the real user id from /proc/<pid>/status ("Uid:\t0\t0\t0\t0":
+// real, effective, saved, filesystem). The real one, since slurmstepd
+// takes the job user's effective id for a while when it opens the job's
+// files.
+func realUID(r host.Root, file string) (int, error) {
+	s, err := r.ReadString(file)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			uid, err := strconv.Atoi(f[0])
+			if err != nil {
+				break
+			}
+			return uid, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no Uid: line", file)
+}
+
+// readProcCgroups parses /proc/<pid>/cgroup: "<id>:<controllers>:<path>"
+// lines, "0::<path>" for cgroup v2.
+func readProcCgroups(r host.Root, file string) (map[string]string, error) {
+	s, err := r.ReadString(file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(s, "\n") {
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
+			return nil, fmt.Errorf("%s:%d: %q is not <id>:<controllers>:<path>", file, i+1, clip(line))
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c != "" {
+				out[c] = parts[2]
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,84 @@
+package slurm
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"gpuprep/lib/host"
+)
+
+// hostnameFile is the node's host name (a node path).
+const hostnameFile = "/proc/sys/kernel/hostname"
+
+// maxPidFile bounds a pid file read.
+const maxPidFile = 64
+
+// SlurmdPidFileFor is the file this node's slurmd writes its pid to:
+// SlurmdPidFile= of the slurm.conf LocateConf finds (slurmConfEnv is
+// SLURM_CONF's value, "" when unset), with %n the node's name (node, from
+// SLURMD_NODENAME; the short host name when "") and %h the host name
+// (/proc/sys/kernel/hostname). Without a readable slurm.conf it is
+// DefaultSlurmdPidFile, and err says why, for the log.
+func SlurmdPidFileFor(r host.Root, slurmConfEnv, node string) (file string, err error) {
+	hostname, _ := r.ReadString(hostnameFile)
+	if node == "" {
+		node, _, _ = strings.Cut(hostname, ".")
+	}
+	conf, err := LocateConf(r, slurmConfEnv)
+	if err != nil {
+		return DefaultSlurmdPidFile, err
+	}
+	c, err := ReadConf(r, conf)
+	if err != nil {
+		return DefaultSlurmdPidFile, err
+	}
+	return c.SlurmdPidFile(node, hostname), nil
+}
+
+// FindSlurmd lists the node's slurmd processes: the one whose pid pidFile
+// holds (read under r), when that is a root slurmd (a stale file naming an
+// exited or reused pid is passed over), then every other slurmd daemons
+// lists (several slurmd per host, each with its own pid file). note says
+// what was made of the pid file, for messages.
+func FindSlurmd(r host.Root, pidFile string, daemons *Daemons) (found []Daemon, note string) {
+	pid, err := readPidFile(r, pidFile)
+	switch {
+	case err != nil:
+		note = err.Error()
+	default:
+		p, ok, err := examine(r, pid)
+		switch {
+		case err != nil:
+			note = fmt.Sprintf("%s: %v", pidFile, err)
+		case !ok || path.Base(p.Exe) != SlurmdName:
+			note = fmt.Sprintf("%s: process %d is not a root slurmd (a stale file)", pidFile, pid)
+		default:
+			found = append(found, p)
+			note = fmt.Sprintf("%s: slurmd %d", pidFile, pid)
+		}
+	}
+	if daemons != nil {
+		for _, d := range daemons.Slurmd {
+			if len(found) == 0 || d.PID != found[0].PID {
+				found = append(found, d)
+			}
+		}
+	}
+	return found, note
+}
+
+// readPidFile reads a pid file: one positive decimal number.
+func readPidFile(r host.Root, file string) (int, error) {
+	b, _, err := host.ReadRegular(r.Path(file), maxPidFile)
+	if err != nil {
+		return 0, fmt.Errorf("slurmd pid file: %w", err)
+	}
+	s := strings.TrimSpace(string(b))
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("slurmd pid file %s: %q is not a process id", file, clip(s))
+	}
+	return pid, nil
+}
