@@ -163,6 +163,7 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	knobs := catalog(o, knobGPUs)
 	st := s.nodeState()
 	p := plan.ForJob(out.Job, observe(knobs, prof, scopes, earlier), st)
+	rebaseProlog(knobs, st, p)
 	out.Changes, out.Holds, out.Skipped = p.Changes, p.Holds, p.Skipped
 	out.Warnings = append(out.Warnings, p.Warnings...)
 	if sk, failed := p.Failed(); failed {

@@ -91,9 +91,9 @@ func undo(o *Options, knobs map[string]knob.Knob, changes []plan.Change) []strin
 		if cur, err := k.Read(); err != nil {
 			o.Log.Info("undo: present value unreadable; writing the journaled one", "knob", c.ID.String(), "err", err)
 		} else if cur != c.From {
-			o.Log.Debug("undo", "knob", c.ID.String(), "found", string(cur), "writing", string(c.From))
+			o.Log.Debug("undo", "knob", c.ID.String(), "found", string(cur), "writing", string(undoValue(c)))
 		}
-		if err := k.Apply(c.From); err != nil {
+		if err := k.Apply(undoValue(c)); err != nil {
 			failed = append(failed, about(c.ID, err))
 		}
 	}
@@ -115,7 +115,7 @@ func apply(o *Options, knobs map[string]knob.Knob, changes []plan.Change) (done 
 		}
 		uerr := error(nil)
 		if !c.Unread {
-			uerr = k.Apply(c.From)
+			uerr = k.Apply(undoValue(c))
 		}
 		if c.Required || uerr != nil {
 			failed := undo(o, knobs, done)

@@ -25,6 +25,10 @@ type State map[string]string
 // unit started during the job outside the housekeeping CPUs makes it
 // per-cgroup: the epilog sees drift. A Value is per-cgroup exactly when it
 // contains '='. No cgroup at all reads as "" (nothing is confined).
+//
+// This form is what plans compare and drift is checked against. What puts
+// the cgroups back (the baseline, a change's undo) is per-cgroup always,
+// naming only the cgroups gpuprep wrote: see baseline.go.
 
 // Format is s in canonical form.
 func (s State) Format() string {
@@ -92,10 +96,10 @@ func (h *Hierarchy) Read(opt Options) (State, error) {
 	return st, nil
 }
 
-// Apply puts a Value in force. A uniform one is written to every target
-// cgroup present now; a per-cgroup one to each of its cgroups that still
-// exists (a unit that vanished is no error; one not listed is left
-// alone). A cgroup already right is not written; each write is read
+// Apply puts a Value in force. A uniform one (what a prolog applies) is
+// written to every target cgroup present now; a per-cgroup one (what puts
+// them back, see Rebase) to each of its cgroups that still exists (a unit
+// that vanished is no error; one not listed is left alone). A cgroup already right is not written; each write is read
 // back, and a cgroup that kept another value is an error naming it. It
 // returns the cgroups written.
 func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, error) {

@@ -22,6 +22,12 @@ import (
 // job outside the housekeeping CPUs is drift. Apply restores a per-cgroup
 // Value cgroup by cgroup, skipping those that vanished.
 //
+// It is a Rebaser: the baseline it leaves and the undo of each change are
+// per cgroup always (isolate.Rebase), the cgroups gpuprep wrote each with
+// what it held before, so a restore never writes a cgroup that appeared
+// during the job (isolate.Named says what an older, uniform baseline
+// writes).
+//
 // It is unsupported where the node has no usable cpuset controller or no
 // service cgroup to confine.
 type housekeepingKnob struct {
@@ -115,13 +121,9 @@ func (k *housekeepingKnob) hierarchy() (*isolate.Hierarchy, error) {
 
 // Read reads cpuset.cpus of every cgroup to confine.
 func (k *housekeepingKnob) Read() (Value, error) {
-	h, err := k.hierarchy()
+	st, err := k.read()
 	if err != nil {
 		return "", err
-	}
-	st, err := h.Read(k.opt)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", k.id, err)
 	}
 	return Value(st.Format()), nil
 }
@@ -172,3 +174,52 @@ func (k *housekeepingKnob) Apply(v Value) error {
 	}
 	return nil
 }
+
+// read reads what every target cgroup holds now, by cgroup.
+func (k *housekeepingKnob) read() (isolate.State, error) {
+	h, err := k.hierarchy()
+	if err != nil {
+		return nil, err
+	}
+	st, err := h.Read(k.opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	return st, nil
+}
+
+// Rebase reads every target's cpuset.cpus and returns the per-cgroup
+// baseline to keep and the per-cgroup undo of changing them to to
+// (isolate.Rebase).
+func (k *housekeepingKnob) Rebase(to Value, recorded, held *Value) (baseline, undo Value, err error) {
+	now, err := k.read()
+	if err != nil {
+		return "", "", err
+	}
+	b, u, err := isolate.Rebase(now, string(to), (*string)(recorded), (*string)(held))
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	return Value(b), Value(u), nil
+}
+
+// Restoring is what restoring to writes while held is in force: a
+// per-cgroup value as it is; a uniform one only to the cgroups that hold
+// held now (isolate.Named).
+func (k *housekeepingKnob) Restoring(to, held Value) (Value, bool, error) {
+	if strings.Contains(string(to), "=") {
+		return to, true, nil
+	}
+	now, err := k.read()
+	if err != nil {
+		return "", false, err
+	}
+	h := string(held)
+	named, err := isolate.Named(now, string(to), &h)
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", k.id, err)
+	}
+	return Value(named.FormatPerCgroup()), len(named) > 0, nil
+}
+
+var _ Rebaser = (*housekeepingKnob)(nil)

@@ -81,3 +81,48 @@ func TestHousekeepingKnob(t *testing.T) {
 		t.Errorf("no cgroup tree: Read = %v, want unsupported", err)
 	}
 }
+
+// The knob as lib/hook uses it to put the services back (Rebaser): the
+// baseline of confining services that had no cpuset of their own names
+// each of them, so restoring it leaves a unit started during the job with
+// its own CPUs (100-110) alone; a uniform value (an older gpuprep's
+// baseline) restores only the cgroups holding the housekeeping CPUs.
+func TestHousekeepingRestoresOnlyItsCgroups(t *testing.T) {
+	root := knobRoot(t, "dgxh100")
+	addServices(t, root)
+	k := Find(Catalog(Env{Root: root, Isolation: isolate.Options{Writer: cgwriter.Writer{}}}), ID{Name: "housekeeping_cpus", Scope: NodeScope})
+	r, ok := k.(Rebaser)
+	if !ok {
+		t.Fatal("housekeeping_cpus is not a Rebaser")
+	}
+	const hk = "0-3"
+	if base := mustRead(t, k); base != "" {
+		t.Fatalf("Read before = %q, want \"\"", base)
+	}
+	baseline, undo, err := r.Rebase(hk, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Value("init.scope=;system.slice/cron.service=;system.slice/sshd.service=;user.slice="); baseline != want || undo != want {
+		t.Errorf("Rebase = %q, undo %q; want both %q", baseline, undo, want)
+	}
+	mustApply(t, k, hk)
+	if err := os.MkdirAll(root.Path("/sys/fs/cgroup/system.slice/backup.service"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set(t, root, "/sys/fs/cgroup/system.slice/backup.service/cgroup.controllers", "cpuset cpu")
+	set(t, root, "/sys/fs/cgroup/system.slice/backup.service/cpuset.cpus", "100-110")
+	v, write, err := r.Restoring("", hk)
+	if err != nil || !write || v != "init.scope=;system.slice/cron.service=;system.slice/sshd.service=;user.slice=" {
+		t.Errorf("Restoring(\"\") = %q, %v, %v; want the confined cgroups only", v, write, err)
+	}
+	if v, write, _ := r.Restoring(hk, hk); write {
+		t.Errorf("Restoring the housekeeping CPUs themselves = %q, want nothing to write", v)
+	}
+	mustApply(t, k, baseline)
+	for cg, want := range map[string]string{"system.slice/backup.service": "100-110", "system.slice/cron.service": "", "user.slice": ""} {
+		if got := get(t, root, "/sys/fs/cgroup/"+cg+"/cpuset.cpus"); got != want {
+			t.Errorf("after restore %s = %q, want %q", cg, got, want)
+		}
+	}
+}

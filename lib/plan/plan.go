@@ -68,6 +68,12 @@ type Change struct {
 	// knobval.Unknown, the change is made anyway, and undoing it has nothing
 	// to write back.
 	Unread bool `json:"unread,omitempty"`
+	// Undo, when set, is what undoing the change writes instead of From:
+	// for a knob whose From sums up a value kept part by part
+	// (housekeeping_cpus: one cpuset per cgroup), each part the change
+	// writes with what it held, so that undoing it never writes a part
+	// that appeared since. lib/hook sets it (knob.Rebaser).
+	Undo knobval.Value `json:"undo,omitempty"`
 }
 
 // Hold is a knob value the job relies on and the epilog checks for drift.
