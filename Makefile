@@ -101,6 +101,8 @@ install: build
 	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0755 bin/srunwrap $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml.example
+	install -d $(DESTDIR)/etc/tmpfiles.d
+	install -m 0644 examples/tmpfiles.d/gpuprep.conf $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
 
 clean:
 	rm -rf bin
