@@ -2,12 +2,27 @@
 # make demo: gpuprep on a simulated GPU node. The node is a fixture root (a
 # DGX H100-like sysfs/procfs tree, test/roots/dgxh100.tar.gz) with go-nvml's
 # DGX H100 mock server as its GPUs, so it runs anywhere, no GPU needed.
+# DEMO_NODE=dgxa100 or dgxb200 runs it on another simulated node (the
+# fixture roots that have a go-nvml mock).
 set -euo pipefail
 # The programs built with the mock GPU backends (make build puts them in bin/sim).
 bin=${BIN:-bin/sim}
 cd "$(dirname "$0")/.."
 node=${DEMO_NODE:-dgxh100}
 backend=${DEMO_BACKEND:-mock:$node}
+# Per node: the MIG layout its GPUs have (the admin's [mig.layout]), its
+# model's whole-GPU MIG profile, and the Slurm index (gres.conf order) of a
+# GPU without MIG devices, for the MIG steps.
+case $node in
+dgxh100) mig_layout='all = []' mig_whole=7g.80gb whole_gpu=0 ;;
+dgxa100) mig_layout=$'"0" = ["3g.20gb", "2g.10gb"]\nall = []' mig_whole=7g.40gb whole_gpu=2 ;;
+dgxb200) mig_layout='all = []' mig_whole=7g.180gb whole_gpu=0 ;;
+*)
+  echo "demo: DEMO_NODE=$node: want dgxh100, dgxa100 or dgxb200 (the fixture roots in test/roots with a go-nvml mock)" >&2
+  exit 2
+  ;;
+esac
+[ -x "$bin/gpuprep-prolog" ] || { echo "demo: no $bin/gpuprep-prolog: run make build first" >&2; exit 2; }
 root=$(mktemp -d /tmp/gpuprep-demo.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 tar xzf "test/roots/$node.tar.gz" -C "$root"
@@ -23,7 +38,11 @@ bold='' plain=''
 if [ -t 1 ] && [ -z "${NO_COLOR:-}" ] && [ "${TERM:-dumb}" != dumb ]; then
   bold=$'\033[1m' plain=$'\033[0m'
 fi
-step() { printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "$2"; }
+current=""
+step() { current=$1; printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "$2"; }
+# A step that fails stops the demo and says which; the command's own
+# output above it says why (no step throws a failing command's stderr away).
+trap 'rc=$?; printf "\ndemo: failed (exit %d, line %d) in step: %s\n" "$rc" "$LINENO" "${current:-setup}" >&2' ERR
 
 step "The simulated node: GPUs, NUMA nodes, Slurm cores, nearest NICs, NVLinks" \
   "gpuprep-gres --format table"
@@ -63,6 +82,27 @@ step "Its node line: NUMA nodes as sockets (numa_as_socket = \"auto\"), which sl
 spool=$(mktemp -d /tmp/gpuprep-demo-spool.XXXXXX)
 trap 'rm -rf "$root" "$root2" "$spool"' EXIT
 mkdir -p "$spool/textfile"
+# quiet CMD...: runs CMD with its log lines (stderr) held back, and prints
+# them when CMD fails.
+quiet() {
+  local rc=0
+  "$@" 2>"$spool/stderr.txt" || rc=$?
+  [ "$rc" -eq 0 ] || cat "$spool/stderr.txt" >&2
+  return "$rc"
+}
+# show PATTERN CMD...: runs CMD and prints the lines of its output (log lines
+# included) that match PATTERN; when CMD fails or no line matches, it prints
+# all of it, so a failing step says why.
+show() {
+  local pat=$1 rc=0
+  shift
+  "$@" >"$spool/out.txt" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ] && grep -E -- "$pat" "$spool/out.txt"; then
+    return 0
+  fi
+  cat "$spool/out.txt" >&2
+  return $((rc ? rc : 1))
+}
 cat >"$spool/gpuprep.toml" <<TOML
 [general]
 log_file = ""
@@ -71,8 +111,8 @@ metrics_dir = "$spool/textfile"
 # between a job's prolog and its first step.
 dead_job_grace = "0s"
 [mig.layout]
-# The admin's MIG layout: these H100s run without MIG (checked per job).
-all = []
+# The admin's MIG layout, as this node's GPUs have it (checked per job).
+$mig_layout
 [selection]
 default_profile = "isolated"
 [profiles.isolated]
@@ -110,11 +150,12 @@ step "The node line with CpuSpecList=: Slurm keeps job tasks off the housekeepin
   "gpuprep-gres --format slurm --config /etc/gpuprep/gpuprep.toml"
 "${gres[@]}" --format slurm --config "$spool/gpuprep.toml"
 
-step "Before installing a config: is it valid, and which profiles fit this node's GPUs?" "gpuprep-prolog --check-config"
-"$bin"/gpuprep-prolog --gpu-backend "$backend" --config "$spool/gpuprep.toml" --check-config 2>&1 || true
+step "Before installing a config: is it valid, and would the prolog pass on this node (profiles against its GPUs, each GPU's MIG layout, health)?" \
+  "gpuprep-prolog --check-config"
+"$bin"/gpuprep-prolog --root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --check-config 2>&1
 
 step "Job 4242 starts: the prolog's plan for the default profile" "gpuprep-prolog --dry-run"
-"$bin"/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null
+quiet "$bin"/gpuprep-prolog "${hook[@]}" --dry-run
 
 step "The prolog applies it (journal first; the log names every change)" "gpuprep-prolog"
 echo "cpu0 governor before: $(cat "$gov")"
@@ -172,8 +213,8 @@ step "The next job's prolog finds job 4243 dead (no cgroup) and releases it as i
   "gpuprep-prolog --dry-run (job 4244); gpuprep-prolog; gpuprep-epilog"
 mkdir -p "$scope/job_4244"
 export SLURM_JOB_ID=4244 SLURM_JOB_GPUS=3
-"$bin"/gpuprep-prolog "${hook[@]}" --dry-run 2>/dev/null | grep -E 'release|^prolog'
-"$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E 'releasing|prolog done' | sed 's/ applied=.*//'
+quiet "$bin"/gpuprep-prolog "${hook[@]}" --dry-run | grep -E 'release|^prolog'
+show 'releasing|prolog done' "$bin"/gpuprep-prolog "${hook[@]}" | sed 's/ applied=.*//'
 rmdir "$scope/job_4244"
 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
 echo "cpu0 governor after both: $(cat "$gov")"
@@ -182,25 +223,26 @@ step "Health before every job: the read-only table (gpuprep-prolog --health); th
   "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247); gpuprep-prolog (job 4248)"
 mkdir -p "$root/dev" && printf '6,0,0,-;Linux version 6.1.0\n' >"$root/dev/kmsg" # the simulated kernel log
 "$bin"/gpuprep-prolog --health "${hook[@]}" 2>&1 | grep -E '^health|^CHECK|GPU 0 |^(gpu_count|driver_version|swap|xid)' | head -14
-printf '4,900,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n' >>"$root/dev/kmsg"
+gpu0=$(cd "$root/proc/driver/nvidia/gpus" && ls | head -1) # GPU 0's bus id
+printf '4,900,5000000,-;NVRM: Xid (PCI:%s): 79, pid=4242, name=python, GPU has fallen off the bus.\n' "${gpu0%.*}" >>"$root/dev/kmsg"
 SLURM_JOB_ID=4247 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E '^gpuprep-prolog' || true
-SLURM_JOB_ID=4248 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E "health checks" | sed "s/^time=[^ ]* //"
+SLURM_JOB_ID=4248 SLURM_JOB_GPUS=0 show "health checks" "$bin"/gpuprep-prolog "${hook[@]}" | sed "s/^time=[^ ]* //"
 SLURM_JOB_ID=4248 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E "^gpuprep-epilog" || true
 
 step "A MIG layout the node does not have: the prolog refuses before changing anything (under slurmd: exit 1, the node drains with this reason)" \
-  "gpuprep-prolog --dry-run, [mig.layout] all = [\"7g.80gb\"]"
-sed 's/^all = \[\]/all = ["7g.80gb"]/' "$spool/gpuprep.toml" >"$spool/mig.toml"
-SLURM_JOB_ID=4245 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog --root "$root" --gpu-backend "$backend" --config "$spool/mig.toml" \
+  "gpuprep-prolog --dry-run, [mig.layout] all = [\"$mig_whole\"]"
+sed "s/^all = \[\]/all = [\"$mig_whole\"]/" "$spool/gpuprep.toml" >"$spool/mig.toml"
+SLURM_JOB_ID=4245 SLURM_JOB_GPUS=$whole_gpu "$bin"/gpuprep-prolog --root "$root" --gpu-backend "$backend" --config "$spool/mig.toml" \
   --state-dir "$spool/state" --dry-run 2>&1 | grep -E '^gpuprep-prolog|^ *mig' || true
 
 step "With [mig] reconfigure = true the prolog makes the layout on an idle GPU, reads it back, and gives the gres.conf Slurm now needs" \
   "gpuprep-prolog --dry-run; gpuprep-prolog (job 4246); gpuprep-epilog"
 printf '[mig]\nreconfigure = true\n' | cat - "$spool/mig.toml" | sed '0,/^\[mig\]$/!{/^\[mig\]$/d}' >"$spool/mig-fix.toml"
 mig=(--root "$root" --gpu-backend "$backend" --config "$spool/mig-fix.toml" --state-dir "$spool/state")
-SLURM_JOB_ID=4246 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${mig[@]}" --dry-run 2>&1 | grep -E '^ *mig' || true
-SLURM_JOB_ID=4246 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${mig[@]}" 2>&1 | grep -E 'MIG layout reconfigured' | sed 's/^time=[^ ]* //'
+SLURM_JOB_ID=4246 SLURM_JOB_GPUS=$whole_gpu "$bin"/gpuprep-prolog "${mig[@]}" --dry-run 2>&1 | grep -E '^ *mig' || true
+SLURM_JOB_ID=4246 SLURM_JOB_GPUS=$whole_gpu show 'MIG layout reconfigured' "$bin"/gpuprep-prolog "${mig[@]}" | sed 's/^time=[^ ]* //'
 echo "gpuprep-gres now (the lines to write to gres.conf before restarting slurmd):"
-"$bin"/gpuprep-gres --root "$root" --gpu-backend "$backend" | grep -E '7g\.80gb|nvidia3 ' | sed 's/^/  /'
+"$bin"/gpuprep-gres --root "$root" --gpu-backend "$backend" | grep -E "${mig_whole//./\\.}|nvidia3 " | sed 's/^/  /'
 SLURM_JOB_ID=4246 "$bin"/gpuprep-epilog "${mig[@]}" 2>&1 | sed 's/ restored=.*//'
 
 step "Whoever is on call: the drift history" "gpuprep-epilog --report"

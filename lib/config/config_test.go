@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -81,28 +82,41 @@ func TestParseEmptyIsDefault(t *testing.T) {
 	}
 }
 
+// exampleSetting is a commented-out setting of examples/gpuprep.toml: "#"
+// and then anything but a space ("# " starts prose).
+var exampleSetting = regexp.MustCompile(`(?m)^#([^ #\n].*)$`)
+
+// TestExample: examples/gpuprep.toml is valid, and so is it with every
+// commented-out setting uncommented (what an admin may do); between them
+// they set every key of the schema.
 func TestExample(t *testing.T) {
-	c, err := Load(examplePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range c.ProfileNames() {
-		if _, err := c.Profile(name); err != nil {
-			t.Errorf("profile %s: %v", name, err)
-		}
-	}
 	data, err := os.ReadFile(examplePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]any
-	md, err := toml.Decode(string(data), &m)
-	if err != nil {
-		t.Fatal(err)
+	uncommented := exampleSetting.ReplaceAll(data, []byte("$1"))
+	if string(uncommented) == string(data) {
+		t.Error("examples/gpuprep.toml has no commented-out setting")
 	}
 	have := map[string]bool{}
-	for _, k := range md.Keys() {
-		have[schemaPattern(k)] = true
+	for _, text := range [][]byte{data, uncommented} {
+		c, err := Parse(examplePath, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range c.ProfileNames() {
+			if _, err := c.Profile(name); err != nil {
+				t.Errorf("profile %s: %v", name, err)
+			}
+		}
+		var m map[string]any
+		md, err := toml.Decode(string(text), &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range md.Keys() {
+			have[schemaPattern(k)] = true
+		}
 	}
 	// Every key of the schema appears in the example. [defaults] and
 	// invariants take the knob keys a profile does, documented under the

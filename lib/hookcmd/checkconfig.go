@@ -4,21 +4,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
 	"gpuprep/lib/plural"
 )
 
 // checkConfig is --check-config: the configuration is valid (every profile
-// resolves), and each profile that sets GPU values is checked against the
-// GPU models of this node (NVML's power range and highest clocks). Exit 0
-// when valid, 2 when not, 1 when the default profile does not fit this
-// node's GPUs (its prolog would fail and drain the node).
-func checkConfig(prog string, c *cli.Common, cfg *config.Config, stdout, stderr io.Writer) int {
+// resolves); each profile that sets GPU values is checked against the GPU
+// models of this node (NVML's power range and highest clocks), and each
+// profile's required knobs against what this node can apply; and the
+// prolog's other checks that can fail it run against this node, read-only
+// (checknode.go): the [mig] layout of each GPU and the health checks. Exit
+// 0 when valid, 2 when not, 1 when a prolog on this node would fail and
+// drain it: the default profile does not fit its GPUs or requires a knob
+// it cannot apply, a GPU's MIG layout is not the one [mig] wants, or a
+// fatal health check fails. getenv gives SLURMD_NODENAME ([mig.nodes];
+// else the host name).
+func checkConfig(prog string, c *cli.Common, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
 	for _, name := range cfg.ProfileNames() {
 		if _, err := cfg.Profile(name); err != nil {
 			return cli.Fail(stderr, prog, cli.ExitBadInput, err)
@@ -37,9 +46,25 @@ func checkConfig(prog string, c *cli.Common, cfg *config.Config, stdout, stderr 
 		fmt.Fprintf(stdout, "GPU values not checked: %v\n", err)
 		return cli.ExitOK
 	}
-	if b.Name() == "none" {
-		return cli.ExitOK
+	code, reported := cli.ExitOK, map[string]bool{}
+	if b.Name() != "none" {
+		code = checkFits(prog, cfg, b, reported, stdout, stderr)
 	}
+	code = max(code, checkRequired(c, cfg, b, reported, stdout))
+	node := getenv("SLURMD_NODENAME")
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	code = max(code, checkNodeMIG(cfg, b, node, stdout))
+	code = max(code, checkNodeHealth(c, cfg, b, models, stdout))
+	return code
+}
+
+// checkFits prints whether each profile's GPU values fit this node's GPU
+// models: exit 1 when the default profile requires values they refuse.
+// Each required value a GPU refuses goes in reported, as
+// reportedKey(profile, knob).
+func checkFits(prog string, cfg *config.Config, b gpu.Backend, reported map[string]bool, stdout, stderr io.Writer) int {
 	fits, err := hook.ProfileFits(cfg, b)
 	if errors.Is(err, hook.ErrNoGPULimits) {
 		fmt.Fprintf(stdout, "GPU values not checked: %v (use the nvml backend)\n", err)
@@ -58,6 +83,9 @@ func checkConfig(prog string, c *cli.Common, cfg *config.Config, stdout, stderr 
 		var reasons []string
 		for _, p := range f.Problems {
 			reasons = append(reasons, p.Reason)
+			if p.Required {
+				reported[reportedKey(f.Profile, p.Knob)] = true
+			}
 		}
 		then := "the prolog skips those values with a warning (no knob of them is required)"
 		switch {
@@ -71,6 +99,44 @@ func checkConfig(prog string, c *cli.Common, cfg *config.Config, stdout, stderr 
 	}
 	return code
 }
+
+// checkRequired plans each profile that requires knobs for a job on every
+// GPU of this node, read-only (hook.RequiredUnmet), and prints each
+// required knob the prolog could not apply here (unsupported, a read-only
+// GPU backend), except those checkFits printed already (reported): exit 1
+// when the default profile has one, for its prolog fails and drains the
+// node.
+func checkRequired(c *cli.Common, cfg *config.Config, b gpu.Backend, reported map[string]bool, w io.Writer) int {
+	code := cli.ExitOK
+	for _, name := range cfg.ProfileNames() {
+		skips, err := hook.RequiredUnmet(cfg, b, c.HostRoot(), name)
+		if err != nil {
+			fmt.Fprintf(w, "profile %q: required knobs not checked: %v\n", name, err)
+			continue
+		}
+		var knobs, reasons []string
+		for _, s := range skips {
+			if reported[reportedKey(name, s.ID.Name)] || slices.Contains(knobs, s.ID.Name) {
+				continue
+			}
+			knobs = append(knobs, s.ID.Name)
+			reasons = append(reasons, s.Reason)
+		}
+		if len(knobs) == 0 {
+			continue
+		}
+		then := "a job that chooses it gets " + unfitOutcome(cfg)
+		if name == cfg.Selection.DefaultProfile {
+			then = "it is the default profile: the prolog fails and Slurm drains this node"
+			code = cli.ExitMismatch
+		}
+		fmt.Fprintf(w, "profile %q requires %s, which this node cannot apply (%s); %s\n", name, strings.Join(knobs, ", "), strings.Join(reasons, "; "), then)
+	}
+	return code
+}
+
+// reportedKey names a profile's knob in checkConfig's reported set.
+func reportedKey(profile, knob string) string { return profile + "\x00" + knob }
 
 // unfitOutcome says what [selection] unfit_profile does with a user's
 // profile that cannot be applied.

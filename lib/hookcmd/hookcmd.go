@@ -60,7 +60,7 @@ func command(op string, e cli.Env) int {
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan and write nothing (no spool, lock, metrics, log file or syslog)")
-	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration, check its GPU values against this node's GPUs, exit 0 (ok), 2 (invalid) or 1 (the default profile does not fit)")
+	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and check it against this node read-only as the prolog would (profiles against its GPUs, each GPU's MIG layout, required knobs, health checks); exit 0 (ok), 2 (invalid) or 1 (a prolog here would fail)")
 	fs.StringVar(&f.jobID, "job-id", "", "job id (default SLURM_JOB_ID)")
 	fs.StringVar(&f.jobUser, "job-user", "", "job user (default SLURM_JOB_USER)")
 	fs.StringVar(&f.jobGPUs, "job-gpus", "", "job GPU indices, e.g. 0,1 (default SLURM_JOB_GPUS)")
@@ -81,7 +81,7 @@ func command(op string, e cli.Env) int {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	if f.checkConfig {
-		return checkConfig(prog, &f.common, cfg, stdout, stderr)
+		return checkConfig(prog, &f.common, cfg, getenv, stdout, stderr)
 	}
 	if f.health {
 		return healthCheck(prog, &f, cfg, stdout, stderr)

@@ -11,8 +11,9 @@ import (
 // /proc/driver/nvidia; its 8 GPUs still on the PCI bus) with the built-in
 // --gpu-backend auto: the prolog of a GPU job, and of any job (gpu_count
 // is node health), fails with the reason as the first stderr line, so
-// Slurm drains the node; --health exits 1. With an explicit --gpu-backend
-// none from the admin both pass, as before.
+// Slurm drains the node; --health and --check-config exit 1. With an
+// explicit --gpu-backend none from the admin the prolog and --health pass,
+// as before.
 func TestDriverGoneDrains(t *testing.T) {
 	root, cfg, spool := healthRoot(t, "")
 	if err := os.RemoveAll(filepath.Join(root, "proc/driver/nvidia")); err != nil {
@@ -31,6 +32,10 @@ func TestDriverGoneDrains(t *testing.T) {
 	code, out, stderr := mainRun("prolog", nil, append(base, "--health")...)
 	if code != 1 || !strings.Contains(out, "gpu_count") || !strings.Contains(out, "fail (fatal)") || !strings.Contains(out, "no GPU backend can list them") {
 		t.Errorf("--health, auto: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = mainRun("prolog", nil, "--root", root, "--config", cfg, "--check-config")
+	if code != 1 || !strings.Contains(out, "health: gpu_count node: fail (fatal): 8 NVIDIA GPUs on the PCI bus") {
+		t.Errorf("--check-config, auto: exit %d\n%s%s", code, out, stderr)
 	}
 	explicit := append(base, "--gpu-backend", "none")
 	if code, _, stderr := mainRun("prolog", gpuJob, explicit...); code != 0 {
