@@ -151,3 +151,49 @@ func TestOldUniformBaselineRestoresConfinedOnly(t *testing.T) {
 		t.Errorf("restore %+v, want one naming the confined cgroups only", restore)
 	}
 }
+
+// After a reboot the services are back as the per-cgroup baseline says
+// (no cpuset of their own): the reboot report names no housekeeping_cpus
+// difference, although the baseline's text ("cron.service=;...") is not
+// what a read gives (""). A unit that does differ is still named.
+func TestRebootReportComparesHousekeepingPerCgroup(t *testing.T) {
+	e, _ := hkEnv(t)
+	e.write("proc/sys/kernel/random/boot_id", bootA+"\n")
+	e.prolog(1, nil, "")
+	// Reboot: every service starts afresh, with no cpuset of its own.
+	e.write("proc/sys/kernel/random/boot_id", bootB+"\n")
+	for _, cg := range []string{"system.slice/cron.service", "user.slice", "init.scope"} {
+		e.write(filepath.Join("sys/fs/cgroup", cg, "cpuset.cpus"), "")
+	}
+	e.prolog(2, nil, "")
+	var n NodeFile
+	if _, err := e.spool.ReadJSON(nodeFile, &n); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.History) != 1 {
+		t.Fatalf("history %+v, want the old boot", n.History)
+	}
+	for _, d := range n.History[0].Differences {
+		if strings.HasPrefix(d, "housekeeping_cpus") {
+			t.Errorf("reboot report %q: the services hold their baseline", d)
+		}
+	}
+	if !strings.Contains(string(n.History[0].Baseline["housekeeping_cpus@node"]), "=") {
+		t.Fatalf("baseline %q is not per cgroup: the test no longer tests the per-cgroup form", n.History[0].Baseline["housekeeping_cpus@node"])
+	}
+
+	// One boot later a service comes up with CPUs of its own: that is a difference.
+	e.write("proc/sys/kernel/random/boot_id", bootA+"\n")
+	e.write("sys/fs/cgroup/system.slice/cron.service/cpuset.cpus", "8-11")
+	e.prolog(3, nil, "")
+	if _, err := e.spool.ReadJSON(nodeFile, &n); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range n.History[len(n.History)-1].Differences {
+		found = found || strings.HasPrefix(d, "housekeeping_cpus")
+	}
+	if !found {
+		t.Errorf("reboot report %q: cron.service holds 8-11, not its baseline", n.History[len(n.History)-1].Differences)
+	}
+}

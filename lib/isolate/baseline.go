@@ -117,3 +117,23 @@ func Named(now State, v string, held *string) (State, error) {
 	}
 	return out, nil
 }
+
+// Holds says whether the cgroups hold what v says: a per-cgroup v, each
+// of its cgroups that still exists holding its own value (a unit that
+// stopped is no difference: a restore skips it too); a uniform one, every
+// cgroup of now holding it.
+func Holds(now State, v string) (bool, error) {
+	cpus, per, err := ParseValue(v)
+	if err != nil {
+		return false, err
+	}
+	if per == nil {
+		return now.Format() == cpus, nil
+	}
+	for cg, want := range per {
+		if cur, ok := now[cg]; ok && cur != want {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -188,6 +188,20 @@ func (k *housekeepingKnob) read() (isolate.State, error) {
 	return st, nil
 }
 
+// Holds says whether the cgroups hold v now, per cgroup or uniform
+// (isolate.Holds).
+func (k *housekeepingKnob) Holds(v Value) (bool, error) {
+	now, err := k.read()
+	if err != nil {
+		return false, err
+	}
+	ok, err := isolate.Holds(now, string(v))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", k.id, err)
+	}
+	return ok, nil
+}
+
 // Rebase reads every target's cpuset.cpus and returns the per-cgroup
 // baseline to keep and the per-cgroup undo of changing them to to
 // (isolate.Rebase).

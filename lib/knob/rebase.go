@@ -21,3 +21,11 @@ type Rebaser interface {
 	// now, each given to; write is false when that is none.
 	Restoring(to, held Value) (v Value, write bool, err error)
 }
+
+// Holder is a knob whose Value has more than one form (a Rebaser's
+// per-part baseline and its summed-up Read): Holds says whether the node
+// holds v now, whichever form v is in. Compare a recorded value with the
+// node through it, not with Read's text.
+type Holder interface {
+	Holds(v Value) (bool, error)
+}
