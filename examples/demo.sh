@@ -62,10 +62,10 @@ step "Checking the generated file against the hardware" "gpuprep-gres --check /e
 
 step "Checking a hand-written gres.conf with classic mistakes (exit 1)" \
   "gpuprep-gres --check examples/gres.conf.mistakes"
-set +e
-"${gres[@]}" --check examples/gres.conf.mistakes
-echo "exit status: $?"
-set -e
+rc=0
+"${gres[@]}" --check examples/gres.conf.mistakes || rc=$?
+echo "exit status: $rc"
+[ "$rc" -eq 1 ] # the expected mismatch; anything else stops the demo
 
 step "A node whose NUMA nodes are smaller than its sockets (AMD NPS4, DGX A100-like, one GPU in MIG mode)" \
   "gpuprep-gres --format table (dgxa100)"
@@ -74,8 +74,13 @@ trap 'rm -rf "$root" "$root2"' EXIT
 tar xzf test/roots/dgxa100.tar.gz -C "$root2"
 "$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format table
 
-step "Its node line: NUMA nodes as sockets (numa_as_socket = \"auto\"), which slurm.conf must be told" \
-  "gpuprep-gres --format slurm (dgxa100)"
+step "Its node line counts sockets as slurmd will: real sockets while the node's slurm.conf has no SlurmdParameters (what slurmd -C says)" \
+  "gpuprep-gres --format slurm (dgxa100, no slurm.conf)"
+"$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm
+
+step "With SlurmdParameters=numa_node_as_socket in the node's slurm.conf, NUMA nodes as sockets (each GPU's cores are then whole sockets)" \
+  "gpuprep-gres --format slurm (dgxa100, /etc/slurm/slurm.conf: SlurmdParameters=numa_node_as_socket)"
+mkdir -p "$root2/etc/slurm" && printf 'ClusterName=demo\nSlurmdParameters=numa_node_as_socket\n' >"$root2/etc/slurm/slurm.conf"
 "$bin"/gpuprep-gres --root "$root2" --gpu-backend mock:dgxa100 --format slurm
 
 # --- A job's life: prolog, a drift, epilog -------------------------------
@@ -219,12 +224,19 @@ rmdir "$scope/job_4244"
 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
 echo "cpu0 governor after both: $(cat "$gov")"
 
-step "Health before every job: the read-only table (gpuprep-prolog --health); then an Xid 79 in the kernel log fails the next prolog once (under slurmd: the node drains with this reason), and never again after the admin resumes it" \
+step "Health before every job: the read-only table (gpuprep-prolog --health); then a user's forged Xid lines are ignored, and the driver's Xid 79 in the kernel log fails the next prolog once (under slurmd: the node drains with this reason), and never again after the admin resumes it" \
   "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247); gpuprep-prolog (job 4248)"
 mkdir -p "$root/dev" && printf '6,0,0,-;Linux version 6.1.0\n' >"$root/dev/kmsg" # the simulated kernel log
 "$bin"/gpuprep-prolog --health "${hook[@]}" 2>&1 | grep -E '^health|^CHECK|GPU 0 |^(gpu_count|driver_version|swap|xid)' | head -14
 gpu0=$(cd "$root/proc/driver/nvidia/gpus" && ls | head -1) # GPU 0's bus id
-printf '4,900,5000000,-;NVRM: Xid (PCI:%s): 79, pid=4242, name=python, GPU has fallen off the bus.\n' "${gpu0%.*}" >>"$root/dev/kmsg"
+# A user's forgeries first: the kernel echoing a mount option a user chose
+# (kernel facility, but the Xid text is not at the start) and a line a user
+# wrote to /dev/kmsg (user facility): neither counts.
+printf "3,1,4000000,-;tmpfs: Unknown parameter 'NVRM: Xid (PCI:%s): 79'\n" "${gpu0%.*}" >>"$root/dev/kmsg"
+printf '12,2,4100000,-;NVRM: Xid (PCI:%s): 79, pid=1, name=x, GPU has fallen off the bus.\n' "${gpu0%.*}" >>"$root/dev/kmsg"
+SLURM_JOB_ID=4246 SLURM_JOB_GPUS=0 quiet "$bin"/gpuprep-prolog "${hook[@]}" --dry-run >/dev/null
+echo "forged Xid lines (a mount option the kernel echoed, a user-facility record): the prolog passes"
+printf '4,3,5000000,-;NVRM: Xid (PCI:%s): 79, pid=4242, name=python, GPU has fallen off the bus.\n' "${gpu0%.*}" >>"$root/dev/kmsg"
 SLURM_JOB_ID=4247 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E '^gpuprep-prolog' || true
 SLURM_JOB_ID=4248 SLURM_JOB_GPUS=0 show "health checks" "$bin"/gpuprep-prolog "${hook[@]}" | sed "s/^time=[^ ]* //"
 SLURM_JOB_ID=4248 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E "^gpuprep-epilog" || true

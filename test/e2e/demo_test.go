@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuprep/internal/testroot"
+)
+
+// TestDemoOnEverySimulatedNode runs make demo's script, as the README
+// advertises it, on each simulated node it accepts: it must end with exit
+// 0, no step may fail, and the steps a reader relies on must show what
+// they say (the forged Xid lines ignored, the driver's Xid failing the
+// prolog once, the dead job released, the epilog restoring).
+func TestDemoOnEverySimulatedNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo three times")
+	}
+	root, err := testroot.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(bin(t, "gpuprep-prolog"))
+	for _, node := range []string{"dgxh100", "dgxa100", "dgxb200"} {
+		t.Run(node, func(t *testing.T) {
+			cmd := exec.Command("bash", "examples/demo.sh")
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "BIN="+dir, "DEMO_NODE="+node, "NO_COLOR=1")
+			out, err := cmd.CombinedOutput()
+			text := string(out)
+			if err != nil || strings.Contains(text, "demo: failed") {
+				t.Fatalf("DEMO_NODE=%s: %v\n%s", node, err, text)
+			}
+			for _, want := range []string{
+				"matches the hardware",
+				"forged Xid lines",
+				"gpuprep-prolog: health: GPU 0 (",
+				"Xid 79",
+				"would release job 4243",
+				"epilog done",
+				"gpuprep_drift_events_total",
+			} {
+				if !strings.Contains(text, want) {
+					t.Errorf("DEMO_NODE=%s: the output lacks %q\n%s", node, want, text)
+				}
+			}
+		})
+	}
+}
+
+// The demo refuses a node it has no simulation for, saying which it has.
+func TestDemoUnknownNode(t *testing.T) {
+	root, err := testroot.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "examples/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+filepath.Dir(bin(t, "gpuprep-prolog")), "DEMO_NODE=dgx1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "want dgxh100, dgxa100 or dgxb200") {
+		t.Fatalf("DEMO_NODE=dgx1: %v\n%s", err, out)
+	}
+}
