@@ -35,6 +35,12 @@ type housekeepingKnob struct {
 	f    files
 	root host.Root
 	opt  isolate.Options
+	// h and hErr are the hierarchy opened by the first call (Read,
+	// Rebase, Apply of one run): where slurmd and the jobs run is looked
+	// up once per knob (a /proc scan and a walk of the cgroup tree), not
+	// once per call. Targets still lists the units afresh each time.
+	h    *isolate.Hierarchy
+	hErr error
 }
 
 func init() {
@@ -96,9 +102,16 @@ func newHousekeeping(f files, opt isolate.Options) *housekeepingKnob {
 
 func (k *housekeepingKnob) ID() ID { return k.id }
 
-// hierarchy opens the node's cpuset hierarchy; none, or no cgroup to
-// confine, is unsupported.
+// hierarchy opens the node's cpuset hierarchy, once per knob; none, or no
+// cgroup to confine, is unsupported.
 func (k *housekeepingKnob) hierarchy() (*isolate.Hierarchy, error) {
+	if k.h == nil && k.hErr == nil {
+		k.h, k.hErr = k.open()
+	}
+	return k.h, k.hErr
+}
+
+func (k *housekeepingKnob) open() (*isolate.Hierarchy, error) {
 	if k.root.Dir() == "" {
 		return nil, fmt.Errorf("%s: no root directory: %w", k.id, ErrUnsupported)
 	}
