@@ -2,48 +2,18 @@ package hook
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"gpuprep/internal/fakeproc"
 	"gpuprep/lib/nodedesc"
 )
 
-// addProcess gives a fixture root a process as /proc shows it: exe, a link
-// to the program (an empty file under the root), status with its real
-// user, cmdline (blanks become NULs), comm and its cgroup.
+// addProcess is fakeproc.Add with one cgroup v2 path ("system.slice/x").
 func addProcess(t *testing.T, root string, pid, uid int, exe, cmdline, cgroup string) {
 	t.Helper()
-	proc := filepath.Join(root, "proc", strconv.Itoa(pid))
-	prog := filepath.Join(root, exe)
-	for _, d := range []string{proc, filepath.Dir(prog)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(prog, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rel, _ := filepath.Rel(proc, prog)
-	if err := os.Symlink(rel, filepath.Join(proc, "exe")); err != nil {
-		t.Fatal(err)
-	}
-	for name, c := range map[string]string{
-		"status":  fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", filepath.Base(exe), uid, uid, uid, uid),
-		"cmdline": strings.ReplaceAll(cmdline, " ", "\x00") + "\x00",
-		"comm":    filepath.Base(exe) + "\n",
-		"cgroup":  "0::/" + cgroup + "\n",
-	} {
-		if err := os.WriteFile(filepath.Join(proc, name), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fakeproc.Add(t, root, pid, uid, exe, cmdline, "0::/"+cgroup+"\n")
 }
 
 // released says whether a prolog's outcome released job.
@@ -99,34 +69,6 @@ func TestStepdKeepsJobAlive(t *testing.T) {
 	}
 }
 
-// withoutDACOverride runs f on a thread of its own whose effective
-// capabilities lack CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that a
-// test running as root meets file permissions as any other process (a
-// folder mode 0: EACCES). The thread ends with f.
-func withoutDACOverride(t *testing.T, f func()) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread goes with the goroutine
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var data [2]unix.CapUserData
-		if err := unix.Capget(&hdr, &data[0]); err != nil {
-			errc <- err
-			return
-		}
-		data[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			errc <- err
-			return
-		}
-		f()
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
-		t.Fatalf("dropping capabilities: %v", err)
-	}
-}
-
 // A folder of the cgroup tree that cannot be read (permission denied)
 // says nothing about the jobs in it: job 1, whose cgroup may be there, is
 // not released.
@@ -142,7 +84,7 @@ func TestUnreadableCgroupKeepsJob(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(ctr, 0o755) })
 	var out *Outcome
 	var err error
-	withoutDACOverride(t, func() { out, err = Prolog(context.Background(), e.opts(2, []int{1}, "")) })
+	fakeproc.WithoutDACOverride(t, func() { out, err = Prolog(context.Background(), e.opts(2, []int{1}, "")) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"gpuprep/internal/fakeproc"
 	"gpuprep/lib/host"
 	"gpuprep/lib/isolate/cgwriter"
 )
@@ -104,10 +105,10 @@ func TestTargetsSlurmdFromProcesses(t *testing.T) {
 	dir := layoutTree(t, "system.slice/slurm-gpu1.service", "system.slice/slurm-gpu2.service",
 		"system.slice/slurm-old.service", "system.slice/cron.service", "user.slice", "init.scope")
 	addSlurmd(t, dir, "0::/system.slice/slurm-gpu1.service\n")
-	addProc(t, dir, 950, 0, "opt/slurm/sbin/slurmd", "/opt/slurm/sbin/slurmd -N gpu2", "0::/system.slice/slurm-gpu2.service\n")
-	addProc(t, dir, 990, 0, "opt/slurm/sbin/slurmstepd", "slurmstepd: [77.0]", "0::/system.slice/slurm-old.service\n")
+	fakeproc.Add(t, dir, 950, 0, "opt/slurm/sbin/slurmd", "/opt/slurm/sbin/slurmd -N gpu2", "0::/system.slice/slurm-gpu2.service\n")
+	fakeproc.Add(t, dir, 990, 0, "opt/slurm/sbin/slurmstepd", "slurmstepd: [77.0]", "0::/system.slice/slurm-old.service\n")
 	// A user's copy of slurmd: not Slurm's.
-	addProc(t, dir, 4000, 1000, "home/alice/slurmd", "./slurmd", "0::/user.slice\n")
+	fakeproc.Add(t, dir, 4000, 1000, "home/alice/slurmd", "./slurmd", "0::/user.slice\n")
 	writeTree(t, dir, "run", map[string]string{"slurmd.pid": "4000\n"})
 	applyAndCheck(t, host.NewRoot(dir), []string{"init.scope", "system.slice/cron.service", "user.slice"},
 		[]string{"system.slice/slurm-gpu1.service", "system.slice/slurm-gpu2.service", "system.slice/slurm-old.service"})
@@ -119,7 +120,7 @@ func TestTargetsUnknownLayout(t *testing.T) {
 	for name, prep := range map[string]func(t *testing.T, dir string){
 		"no slurmd process": func(t *testing.T, dir string) {},
 		"a user's slurmd": func(t *testing.T, dir string) {
-			addProc(t, dir, slurmdPID, 1000, "usr/sbin/slurmd", "/usr/sbin/slurmd", "0::/user.slice/user-1000.slice\n")
+			fakeproc.Add(t, dir, slurmdPID, 1000, "usr/sbin/slurmd", "/usr/sbin/slurmd", "0::/user.slice/user-1000.slice\n")
 			writeTree(t, dir, "run", map[string]string{"slurmd.pid": "812\n"})
 		},
 		"slurmd outside this cgroup namespace": func(t *testing.T, dir string) {
@@ -168,7 +169,7 @@ func TestTargetsV1KeepsSlurmdsCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTree(t, r.Dir(), "proc/812", map[string]string{"cgroup": "3:cpuset:/daemons/slurmd\n0::/system.slice/slurmd.service\n"})
-	addProc(t, r.Dir(), 990, 0, "usr/sbin/slurmstepd", "slurmstepd: [4.extern]", "3:cpuset:/jobs-extra\n0::/system.slice/slurmd.service\n")
+	fakeproc.Add(t, r.Dir(), 990, 0, "usr/sbin/slurmstepd", "slurmstepd: [4.extern]", "3:cpuset:/jobs-extra\n0::/system.slice/slurmd.service\n")
 	h, _ := Open(r)
 	got, err := h.Targets(Options{})
 	if want := []string{".", "backup"}; err != nil || !slices.Equal(got, want) {

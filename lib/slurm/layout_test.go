@@ -2,82 +2,22 @@ package slurm
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"gpuprep/internal/fakeproc"
 	"gpuprep/lib/host"
 )
-
-// addProc gives a fixture root a process as /proc shows it: exe, a link to
-// the program (an empty file under the root), status with its real user,
-// cmdline (blanks become NULs), comm and its cgroup lines.
-func addProc(t *testing.T, dir string, pid, uid int, exe, cmdline, cgroup string) {
-	t.Helper()
-	proc := filepath.Join(dir, "proc", strconv.Itoa(pid))
-	prog := filepath.Join(dir, exe)
-	mkdirs(t, dir, "proc/"+strconv.Itoa(pid), filepath.Dir(exe))
-	if err := os.WriteFile(prog, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rel, _ := filepath.Rel(proc, prog)
-	if err := os.Symlink(rel, filepath.Join(proc, "exe")); err != nil {
-		t.Fatal(err)
-	}
-	comm := filepath.Base(exe)
-	for name, c := range map[string]string{
-		"status":  fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", comm, uid, uid, uid, uid),
-		"cmdline": strings.ReplaceAll(cmdline, " ", "\x00") + "\x00",
-		"comm":    comm + "\n",
-		"cgroup":  cgroup,
-	} {
-		if err := os.WriteFile(filepath.Join(proc, name), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func writeFile(t *testing.T, dir, rel, content string) {
 	t.Helper()
 	mkdirs(t, dir, filepath.Dir(rel))
 	if err := os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// withoutDACOverride runs f on a thread of its own whose effective
-// capabilities lack CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that a
-// test running as root meets file permissions as slurmd's prolog does
-// where they deny it (a folder mode 0: EACCES). The thread ends with f.
-func withoutDACOverride(t *testing.T, f func()) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread goes with the goroutine
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var data [2]unix.CapUserData
-		if err := unix.Capget(&hdr, &data[0]); err != nil {
-			errc <- err
-			return
-		}
-		data[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			errc <- err
-			return
-		}
-		f()
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
-		t.Fatalf("dropping capabilities: %v", err)
 	}
 }
 
@@ -128,7 +68,7 @@ func TestJobCgroupsUnreadable(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(locked, 0o755) })
 	var jc *JobCgroups
 	var err error
-	withoutDACOverride(t, func() { jc, err = FindJobCgroups(host.NewRoot(root)) })
+	fakeproc.WithoutDACOverride(t, func() { jc, err = FindJobCgroups(host.NewRoot(root)) })
 	if !errors.Is(err, os.ErrPermission) || jc != nil {
 		t.Errorf("FindJobCgroups = %+v, %v; want permission denied", jc, err)
 	}
@@ -148,11 +88,11 @@ func TestJobCgroupsUnreadable(t *testing.T) {
 // fail; one named otherwise is passed over.
 func TestScanDaemons(t *testing.T) {
 	dir := t.TempDir()
-	addProc(t, dir, 812, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd --systemd", "0::/system.slice/slurmd.service\n")
-	addProc(t, dir, 900, 0, "usr/sbin/slurmstepd", "slurmstepd: [7.extern]", "0::/system.slice/slurmstepd.scope/job_7/step_extern/slurm\n")
-	addProc(t, dir, 901, 0, "usr/sbin/slurmstepd", "slurmstepd: [8.0+1]", "0::/system.slice/slurmstepd.scope/job_8/step_0/slurm\n")
-	addProc(t, dir, 2000, 1000, "home/alice/slurmstepd", "slurmstepd: [9.extern]", "0::/user.slice\n")
-	addProc(t, dir, 2001, 0, "usr/bin/python3", "slurmstepd: [10.extern]", "0::/system.slice/cron.service\n")
+	fakeproc.Add(t, dir, 812, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd --systemd", "0::/system.slice/slurmd.service\n")
+	fakeproc.Add(t, dir, 900, 0, "usr/sbin/slurmstepd", "slurmstepd: [7.extern]", "0::/system.slice/slurmstepd.scope/job_7/step_extern/slurm\n")
+	fakeproc.Add(t, dir, 901, 0, "usr/sbin/slurmstepd", "slurmstepd: [8.0+1]", "0::/system.slice/slurmstepd.scope/job_8/step_0/slurm\n")
+	fakeproc.Add(t, dir, 2000, 1000, "home/alice/slurmstepd", "slurmstepd: [9.extern]", "0::/user.slice\n")
+	fakeproc.Add(t, dir, 2001, 0, "usr/bin/python3", "slurmstepd: [10.extern]", "0::/system.slice/cron.service\n")
 	writeFile(t, dir, "proc/2/comm", "kthreadd\n") // a kernel thread: no exe
 	writeFile(t, dir, "proc/sys/kernel/hostname", "n1\n")
 	d, err := ScanDaemons(host.NewRoot(dir))
@@ -209,8 +149,8 @@ func TestFindLayoutSlurmd(t *testing.T) {
 	writeFile(t, dir, "srv/slurm/slurm.conf", "ClusterName=c\nSlurmdPidFile=/run/slurmd-%n.pid\n")
 	writeFile(t, dir, "proc/sys/kernel/hostname", "host1\n")
 	writeFile(t, dir, "run/slurmd-gpu1.pid", "812\n")
-	addProc(t, dir, 812, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd -N gpu1", "0::/system.slice/slurmd@gpu1.service\n")
-	addProc(t, dir, 813, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd -N gpu2", "0::/system.slice/slurmd@gpu2.service\n")
+	fakeproc.Add(t, dir, 812, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd -N gpu1", "0::/system.slice/slurmd@gpu1.service\n")
+	fakeproc.Add(t, dir, 813, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd -N gpu2", "0::/system.slice/slurmd@gpu2.service\n")
 	l, err := FindLayout(host.NewRoot(dir), "/srv/slurm/slurm.conf", "gpu1")
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +167,7 @@ func TestFindLayoutSlurmd(t *testing.T) {
 	for _, pid := range []string{"812", "813"} {
 		os.RemoveAll(filepath.Join(dir, "proc", pid))
 	}
-	addProc(t, dir, 4242, 1000, "home/u/slurmd", "slurmd", "0::/user.slice\n")
+	fakeproc.Add(t, dir, 4242, 1000, "home/u/slurmd", "slurmd", "0::/user.slice\n")
 	if _, err := FindLayout(host.NewRoot(dir), "/srv/slurm/slurm.conf", "gpu1"); !errors.Is(err, ErrNoSlurmd) {
 		t.Errorf("no slurmd: %v", err)
 	}
