@@ -3,29 +3,18 @@ package slurm
 import (
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/host"
 )
 
-// writeTree writes node files (node path -> content) under a new root.
+// writeTree is a fixture root of the given node files.
 func writeTree(t *testing.T, files map[string]string) host.Root {
 	t.Helper()
-	dir := t.TempDir()
-	for p, body := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return host.NewRoot(dir)
+	return host.NewRoot(testroot.Files(t, files))
 }
 
 func TestLocateConfOrder(t *testing.T) {
