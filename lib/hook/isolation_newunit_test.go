@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -196,4 +197,24 @@ func TestRebootReportComparesHousekeepingPerCgroup(t *testing.T) {
 	if !found {
 		t.Errorf("reboot report %q: cron.service holds 8-11, not its baseline", n.History[len(n.History)-1].Differences)
 	}
+}
+
+// node.json lost while two jobs run, the second having confined a unit
+// started during the first: the baseline rebuilt from the job records
+// names that unit too (each record holds the baseline as its prolog left
+// it), so the last epilog gives it its own CPUs back.
+func TestRebuiltBaselineKeepsUnitsLaterJobsConfined(t *testing.T) {
+	e, cpus := hkEnv(t)
+	e.prolog(1, nil, "")
+	startUnit(e, "system.slice/backup.service", "100-110")
+	e.prolog(2, nil, "")
+	if err := os.Remove(filepath.Join(e.spool.Dir(), nodeFile)); err != nil {
+		t.Fatal(err)
+	}
+	e.epilog(1)
+	e.epilog(2)
+	wantServices(t, cpus, "after the last job", map[string]string{
+		"system.slice/backup.service": "100-110",
+		"system.slice/cron.service":   "", "user.slice": "", "init.scope": "",
+	})
 }

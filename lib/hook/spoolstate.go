@@ -113,7 +113,13 @@ func loadSpool(o *Options, bootID string) (*spoolState, error) {
 // rebuildBaseline gives every knob a live job holds a baseline: node.json's,
 // else the copy in a job record, else [defaults] (used at release). A held
 // knob with none of them is a node error: the node would stay tuned.
+// A knob whose baseline later prologs add parts to (knob.Merger:
+// housekeeping_cpus, one cpuset per cgroup) joins the copies of every
+// record, the oldest's parts first: each record holds the baseline as its
+// own prolog left it.
 func (s *spoolState) rebuildBaseline(o *Options) error {
+	rebuilt := map[string]bool{}
+	var knobs map[string]knob.Knob
 	for _, job := range s.jobOrder() {
 		if slices.Contains(s.bootStale, job) {
 			continue
@@ -122,10 +128,23 @@ func (s *spoolState) rebuildBaseline(o *Options) error {
 		for _, h := range rec.Holds {
 			key := h.ID.String()
 			if _, ok := s.node.Baseline[key]; ok {
+				if v, ok := rec.Baseline[key]; ok && rebuilt[key] {
+					if knobs == nil {
+						knobs = catalog(o, o.devices())
+					}
+					if m, ok := knobs[key].(knob.Merger); ok {
+						merged, err := m.Merge(s.node.Baseline[key], v)
+						if err != nil {
+							return nodeErrorf("spool: job %s's baseline of %s: %v", job, key, err)
+						}
+						s.node.Baseline[key] = merged
+					}
+				}
 				continue
 			}
 			if v, ok := rec.Baseline[key]; ok {
 				s.node.Baseline[key], s.dirty = v, true
+				rebuilt[key] = true
 				o.Log.Warn("baseline rebuilt from a job record", "knob", key, "job", job, "node_json", s.lost)
 				continue
 			}

@@ -137,3 +137,27 @@ func Holds(now State, v string) (bool, error) {
 	}
 	return true, nil
 }
+
+// MergeBaselines joins two per-cgroup baselines of one boot: every cgroup
+// either names, older's value where both do (a cgroup's baseline is what
+// it held before gpuprep first wrote it). A uniform older is kept as it
+// is: it names no cgroup to join (see Named).
+func MergeBaselines(older, newer string) (string, error) {
+	_, o, err := ParseValue(older)
+	if err != nil {
+		return "", err
+	}
+	_, n, err := ParseValue(newer)
+	if err != nil {
+		return "", err
+	}
+	if o == nil || n == nil {
+		return older, nil
+	}
+	for cg, v := range n {
+		if _, ok := o[cg]; !ok {
+			o[cg] = v
+		}
+	}
+	return o.FormatPerCgroup(), nil
+}

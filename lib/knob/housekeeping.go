@@ -201,6 +201,15 @@ func (k *housekeepingKnob) read() (isolate.State, error) {
 	return st, nil
 }
 
+// Merge joins two per-cgroup baselines (isolate.MergeBaselines).
+func (k *housekeepingKnob) Merge(older, newer Value) (Value, error) {
+	v, err := isolate.MergeBaselines(string(older), string(newer))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	return Value(v), nil
+}
+
 // Holds says whether the cgroups hold v now, per cgroup or uniform
 // (isolate.Holds).
 func (k *housekeepingKnob) Holds(v Value) (bool, error) {

@@ -29,3 +29,10 @@ type Rebaser interface {
 type Holder interface {
 	Holds(v Value) (bool, error)
 }
+
+// Merger is a knob whose baseline grows part by part as later jobs change
+// parts the first did not (a Rebaser): Merge joins the copies two job
+// records keep, older's parts winning, when node.json's is lost.
+type Merger interface {
+	Merge(older, newer Value) (Value, error)
+}
