@@ -52,7 +52,8 @@ e2e: deps build
 	$(GO) test -count=1 -v ./test/...
 
 # demo runs gpuprep on the simulated DGX H100 node (fixture root + go-nvml
-# mock), with the programs of bin/sim.
+# mock), with the programs of bin/sim; DEMO_NODE=dgxa100 or dgxb200 runs it
+# on another simulated node.
 demo: build
 	bash examples/demo.sh
 
