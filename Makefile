@@ -37,7 +37,7 @@ deps:
 
 # test runs every test: unit tests on fixture roots and the mock GPUs, the
 # hwloc cross-checks, and the end-to-end tests against a real Slurm. About
-# 15 minutes on 2 idle cores (the end-to-end tests most of it; fixture roots
+# 17-22 minutes on 2 idle cores (the end-to-end tests most of it; fixture roots
 # are unpacked in /dev/shm when it is a tmpfs with 4 GiB free, else they take
 # about 20 minutes); the 60-minute limit leaves room for a slower or
 # busier machine (a clean-clone run with other test runs beside it took over
