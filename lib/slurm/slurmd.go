@@ -2,7 +2,7 @@ package slurm
 
 import (
 	"fmt"
-	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,36 +37,27 @@ func SlurmdPidFileFor(r host.Root, slurmConfEnv, node string) (file string, err 
 	return c.SlurmdPidFile(node, hostname), nil
 }
 
-// FindSlurmd lists the node's slurmd processes: the one whose pid pidFile
-// holds (read under r), when that is a root slurmd (a stale file naming an
-// exited or reused pid is passed over), then every other slurmd daemons
-// lists (several slurmd per host, each with its own pid file). note says
-// what was made of the pid file, for messages.
+// FindSlurmd lists the node's slurmd processes from what ScanDaemons found
+// (daemons): the one whose pid pidFile holds (read under r) first, then
+// every other (several slurmd per host, each with its own pid file). A pid
+// file naming no root slurmd (an exited or reused pid) is stale and passed
+// over. note says what was made of the pid file, for messages.
 func FindSlurmd(r host.Root, pidFile string, daemons *Daemons) (found []Daemon, note string) {
-	pid, err := readPidFile(r, pidFile)
-	switch {
-	case err != nil:
-		note = err.Error()
-	default:
-		p, ok, err := examine(r, pid)
-		switch {
-		case err != nil:
-			note = fmt.Sprintf("%s: %v", pidFile, err)
-		case !ok || path.Base(p.Exe) != SlurmdName:
-			note = fmt.Sprintf("%s: process %d is not a root slurmd (a stale file)", pidFile, pid)
-		default:
-			found = append(found, p)
-			note = fmt.Sprintf("%s: slurmd %d", pidFile, pid)
-		}
-	}
+	var all []Daemon
 	if daemons != nil {
-		for _, d := range daemons.Slurmd {
-			if len(found) == 0 || d.PID != found[0].PID {
-				found = append(found, d)
-			}
-		}
+		all = daemons.Slurmd
 	}
-	return found, note
+	pid, err := readPidFile(r, pidFile)
+	if err != nil {
+		return all, err.Error()
+	}
+	i := slices.IndexFunc(all, func(d Daemon) bool { return d.PID == pid })
+	if i < 0 {
+		return all, fmt.Sprintf("%s: process %d is not a root slurmd (a stale file)", pidFile, pid)
+	}
+	found = append(found, all[i])
+	found = append(found, slices.Delete(slices.Clone(all), i, i+1)...)
+	return found, fmt.Sprintf("%s: slurmd %d", pidFile, pid)
 }
 
 // readPidFile reads a pid file: one positive decimal number.
