@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
@@ -142,10 +141,7 @@ func checkNodeHealth(c *cli.Common, cfg *config.Config, b gpu.Backend, models he
 		h.Severity = map[string]string{}
 	}
 	h.Severity["xid"] = config.HealthOff
-	deadline := cfg.General.Deadline
-	if deadline <= 0 {
-		deadline = 30 * time.Second
-	}
+	deadline := runDeadline(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	rep, err := health.Run(ctx, health.Options{Op: "prolog", Root: c.HostRoot(), GPU: b, Health: h, Models: models, ReadOnly: true})

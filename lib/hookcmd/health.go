@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
@@ -39,10 +38,7 @@ func healthCheck(prog string, f *flags, cfg *config.Config, stdout, stderr io.Wr
 		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("state dir: %w", err))
 	}
 	defer sp.Close()
-	deadline := cfg.General.Deadline
-	if deadline <= 0 {
-		deadline = 30 * time.Second
-	}
+	deadline := runDeadline(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	rep, err := health.Run(ctx, health.Options{Op: "health", Root: f.common.HostRoot(), GPU: backend, Health: cfg.Health,

@@ -91,10 +91,7 @@ func command(op string, e cli.Env) int {
 		return code
 	}
 	defer logs.Close()
-	deadline := cfg.General.Deadline
-	if deadline <= 0 {
-		deadline = 30 * time.Second
-	}
+	deadline := runDeadline(cfg)
 	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
 		return run(ctx, op, prog, &f, cfg, logs, getenv, stdout, stderr)
 	})
@@ -245,4 +242,12 @@ func jobFromEnvAndFlags(getenv func(string) string, f *flags) (slurm.Job, error)
 		}
 		return getenv(k)
 	})
+}
+
+// runDeadline is the deadline of one run: general.deadline, 30 s when unset.
+func runDeadline(cfg *config.Config) time.Duration {
+	if cfg.General.Deadline > 0 {
+		return cfg.General.Deadline
+	}
+	return 30 * time.Second
 }
