@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/crashpoint"
 )
 
 // On cgroup v1 systemd does not manage the cpuset hierarchy: host processes
@@ -61,6 +63,7 @@ func (h *Hierarchy) writeRootTasks(cpus string, exclude []string) error {
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit("cgroup-set", hkCgroup)
 	if err := w.SetV1(h.root.Path(path.Dir(h.mount)), hkCgroup, cpus, mems); err != nil {
 		return err
 	}
@@ -102,6 +105,7 @@ func (h *Hierarchy) releaseRootTasks() error {
 				return err
 			}
 		}
+		crashpoint.Hit("cgroup-rmdir", hkCgroup)
 		if err := os.Remove(h.root.Path(h.nodePath(hkCgroup))); err == nil {
 			return nil
 		}
@@ -141,6 +145,7 @@ func (h *Hierarchy) procs(cg string) ([]int, error) {
 func (h *Hierarchy) addProc(cg string, pid int) error {
 	p := h.root.Path(path.Join(h.nodePath(cg), "cgroup.procs"))
 	// O_CREATE for a fixture's new cgroup; a kernel's always has the file.
+	crashpoint.Hit("cgroup-procs", p)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("cgroup %s: %w", cg, err)
