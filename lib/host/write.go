@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/crashpoint"
 )
 
 // WriteFile writes a kernel file and reads it back. A kernel attribute may
@@ -43,6 +45,7 @@ func (r Root) WriteFile(p, value string) (string, error) {
 		unix.Close(fd)
 		return "", fmt.Errorf("write %q to %s: %w", value, p, err)
 	}
+	crashpoint.Hit("write", full)
 	if plain {
 		err = replaceFile(fd, full, value)
 	} else {

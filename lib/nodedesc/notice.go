@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gpuprep/internal/crashpoint"
 	"gpuprep/lib/host"
 )
 
@@ -82,6 +83,7 @@ func RemoveNotice(r host.Root, job uint64) error {
 	}
 	defer unix.Close(fd)
 	name := noticeName(job)
+	crashpoint.HitAt("run-unlink", NoticeDir, name)
 	if err := unix.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("job notice: %w", &os.PathError{Op: "remove", Path: r.Path(NoticeDir) + "/" + name, Err: err})
 	}

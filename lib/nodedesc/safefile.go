@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gpuprep/internal/crashpoint"
 	"gpuprep/lib/host"
 )
 
@@ -60,6 +61,7 @@ func walkDir(r host.Root, dir string, create bool, check func(parent, fd int, na
 	for _, c := range strings.Split(rest, "/") {
 		cur += "/" + c
 		if create {
+			crashpoint.Hit("run-mkdir", cur)
 			if err := unix.Mkdirat(fd, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 				unix.Close(fd)
 				return -1, &os.PathError{Op: "mkdir", Path: cur, Err: err}
@@ -139,6 +141,7 @@ func checkDir(fd int, full string, fix bool) error {
 		return fmt.Errorf("refusing %s: %s", full, why)
 	}
 	if fix && st.Mode&0o7777 != 0o755 {
+		crashpoint.Hit("run-chmod", full)
 		if err := unix.Fchmod(fd, 0o755); err != nil {
 			return &os.PathError{Op: "chmod", Path: full, Err: err}
 		}
@@ -168,10 +171,12 @@ func PrepareRunDir(r host.Root) (moved []string, err error) {
 		}
 		unix.Close(fd)
 		aside := "." + name + ".untrusted-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+		crashpoint.Hit("run-rename", full)
 		if err := unix.Renameat(parent, name, parent, aside); err != nil {
 			return -1, &os.PathError{Op: "move aside", Path: full, Err: err}
 		}
 		moved = append(moved, fmt.Sprintf("%s was %s: moved aside to %s", full, why, path.Join(path.Dir(full), aside)))
+		crashpoint.Hit("run-mkdir", full)
 		if err := unix.Mkdirat(parent, name, 0o755); err != nil {
 			return -1, &os.PathError{Op: "mkdir", Path: full, Err: err}
 		}
@@ -211,11 +216,13 @@ func writeAt(dirfd int, dir, name string, data []byte) error {
 		return &os.PathError{Op: "stat", Path: full, Err: err}
 	}
 	tmp := "." + name + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(tmpSeq.Add(1), 10)
+	crashpoint.HitAt("run-create", dir, tmp)
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return &os.PathError{Op: "create", Path: dir + "/" + tmp, Err: err}
 	}
 	err = unix.Fchmod(fd, 0o644) // the umask may have cut it
+	crashpoint.HitAt("run-write", dir, tmp)
 	for b := data; err == nil && len(b) > 0; {
 		var n int
 		n, err = unix.Write(fd, b)
@@ -228,6 +235,7 @@ func writeAt(dirfd int, dir, name string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
+		crashpoint.Hit("run-rename", full)
 		err = unix.Renameat(dirfd, tmp, dirfd, name)
 	}
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/crashpoint"
 )
 
 // tmpMu serialises atomic writes within this process, so two goroutines
@@ -31,10 +33,12 @@ func writeAtomic(dirfd int, dir, name string, data []byte, perm uint32) error {
 	tmp := tmpName(name)
 	tmpMu.Lock()
 	defer tmpMu.Unlock()
+	crashpoint.HitAt("spool-create", dir, tmp)
 	fd, err := createExcl(dirfd, tmp, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: create %s: %w", target, tmp, err)
 	}
+	crashpoint.HitAt("spool-write", dir, tmp)
 	err = writeAll(fd, data)
 	if err == nil {
 		err = fsync(fd)
@@ -43,6 +47,7 @@ func writeAtomic(dirfd int, dir, name string, data []byte, perm uint32) error {
 		err = fmt.Errorf("close: %w", cerr)
 	}
 	if err == nil {
+		crashpoint.HitAt("spool-rename", dir, name)
 		if rerr := unix.Renameat(dirfd, tmp, dirfd, name); rerr != nil {
 			err = fmt.Errorf("rename: %w", rerr)
 		}
@@ -64,6 +69,7 @@ func createExcl(dirfd int, name string, perm uint32) (int, error) {
 	flags := unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Openat(dirfd, name, flags, perm)
 	if errors.Is(err, unix.EEXIST) {
+		crashpoint.Hit("spool-unlink", name)
 		if uerr := unix.Unlinkat(dirfd, name, 0); uerr == nil {
 			fd, err = unix.Openat(dirfd, name, flags, perm)
 		}
@@ -173,6 +179,7 @@ func sweep(dirfd int, dir string, names []string, keep func(string) bool) ([]str
 		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
 			continue
 		}
+		crashpoint.HitAt("spool-unlink", dir, n)
 		if err := unix.Unlinkat(dirfd, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 			return removed, fmt.Errorf("sweep %s: %w", filepath.Join(dir, n), err)
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/crashpoint"
 )
 
 // AppendLine appends line and "\n" to the spool file name (created 0600),
@@ -46,6 +48,7 @@ func (s *Spool) AppendLines(name string, lines [][]byte) error {
 	if buf.Len() == 0 {
 		return nil
 	}
+	crashpoint.HitAt("spool-open", s.dir, name)
 	fd, err := unix.Openat(s.fd, name, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	switch {
 	case errors.Is(err, unix.ELOOP):
@@ -68,6 +71,7 @@ func (s *Spool) AppendLines(name string, lines [][]byte) error {
 			data = append([]byte{'\n'}, data...)
 		}
 	}
+	crashpoint.HitAt("spool-append", s.dir, name)
 	n, err := unix.Write(fd, data)
 	if err == nil && n < len(data) {
 		err = fmt.Errorf("wrote %d of %d bytes: %w", n, len(data), io.ErrShortWrite)
@@ -133,6 +137,7 @@ func (s *Spool) Remove(name string) error {
 	if err := s.writable("remove", name); err != nil {
 		return err
 	}
+	crashpoint.HitAt("spool-unlink", s.dir, name)
 	if err := unix.Unlinkat(s.fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove %s: %w", s.path(name), err)
 	}
@@ -150,6 +155,7 @@ func (s *Spool) Rename(from, to string) error {
 	if err := s.writable("rename", from); err != nil {
 		return err
 	}
+	crashpoint.HitAt("spool-rename", s.dir, to)
 	if err := unix.Renameat(s.fd, from, s.fd, to); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", s.path(from), to, err)
 	}

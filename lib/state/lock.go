@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/crashpoint"
 )
 
 // Lock takes the spool's exclusive lock: flock on "<dir>/lock" (created 0600,
@@ -61,6 +63,7 @@ func (s *Spool) Lock(ctx context.Context) (unlock func() error, err error) {
 			wait *= 2
 		}
 	}
+	crashpoint.Hit("spool-lock", lockPath)
 	writeHolder(fd)
 	var once sync.Once
 	return func() error {

@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/crashpoint"
 )
 
 // LockName is the lock file inside the spool; it is reserved: no data file
@@ -92,6 +94,7 @@ func create(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("state dir %s: create parent: %w", dir, err)
 	}
+	crashpoint.Hit("spool-mkdir", dir)
 	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("state dir %s: create: %w", dir, err)
 	}
