@@ -45,6 +45,10 @@ type Options struct {
 	// Version is the running gpuprep's version (cmdenv.Version), recorded in
 	// the node description.
 	Version string
+	// Units is systemd where PID 1 is systemd (lib/isolate/sdunits):
+	// isolation confines its units through it. nil: cgroups are written
+	// directly.
+	Units isolate.Units
 
 	gpus       []gpu.Device // the node's GPUs, listed once (devices)
 	gpusListed bool
@@ -84,7 +88,7 @@ func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
 func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
 	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, IRQs: o.Config.Isolation.IRQs, Writer: cgwriter.Writer{},
-		SlurmConf: o.Job.Conf, Node: o.Job.NodeName}
+		SlurmConf: o.Job.Conf, Node: o.Job.NodeName, Units: o.Units, Log: o.Log}
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso})
 	m := make(map[string]knob.Knob, len(ks))
 	for _, k := range ks {

@@ -20,6 +20,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/hook"
+	"gpuprep/lib/isolate/sdunits"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -174,6 +175,12 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 		node, _ = os.Hostname()
 	}
 	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cmdenv.Version}
+	if m := sdunits.New(ctx, o.Root); m != nil {
+		// systemd's units are confined through systemd (D-Bus), under
+		// this run's deadline.
+		o.Units = m
+		defer m.Close()
+	}
 	var out *hook.Outcome
 	var runErr error
 	if !f.dryRun {

@@ -86,10 +86,16 @@ func (h *Hierarchy) WriteCPUs(cg, cpus string) error {
 	return h.writeV1(cg, cpus)
 }
 
-// writeV2 writes a v2 cgroup's cpuset.cpus through the Writer
+// writeV2 limits a v2 cgroup: a systemd unit's through systemd
+// (writeUnit), any other's cpuset.cpus through the Writer
 // (containerd/cgroups, which enables the cpuset controller on the way);
 // "" (no limit of its own) is clearV2's.
 func (h *Hierarchy) writeV2(cg, cpus string) error {
+	if u, ok, err := h.unitOf(cg); err != nil {
+		return err
+	} else if ok {
+		return h.writeUnit(cg, u, cpus)
+	}
 	if cpus == "" {
 		return h.clearV2(cg)
 	}

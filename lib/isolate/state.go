@@ -102,13 +102,18 @@ func (h *Hierarchy) Read(opt Options) (State, error) {
 // that vanished is no error; one not listed is left alone). A cgroup already right is not written; each write is read
 // back, and a cgroup that kept another value is an error naming it. It
 // returns the cgroups written.
+//
+// With systemd (Options.Units), its units are set through it (see
+// systemd.go), and putting a per-cgroup Value back also removes the
+// runtime drop-ins gpuprep's own calls created for its units.
 func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, error) {
 	cpus, per, err := ParseValue(v)
 	if err != nil {
 		return nil, err
 	}
-	h.exclude, h.w = opt.Exclude, opt.Writer
-	if per == nil {
+	h.exclude, h.w, h.units, h.log = opt.Exclude, opt.Writer, opt.Units, opt.Log
+	putBack := per != nil
+	if !putBack {
 		targets, err := h.Targets(opt)
 		if err != nil {
 			return nil, err
@@ -133,17 +138,23 @@ func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, er
 			}
 			return done, err
 		}
-		got, err := h.ReadCPUs(cg)
-		if err != nil {
-			return done, err
-		}
 		if !h.V2 && want == "" {
 			want, _ = h.ReadCPUs("")
+		}
+		got, err := h.settled(cg, want)
+		if err != nil {
+			return done, err
 		}
 		if got != want {
 			return done, fmt.Errorf("cgroup %s: wrote %s %q, read back %q", cg, cpusFile, want, got)
 		}
+		if err := h.checkTasks(cg); err != nil {
+			return done, err
+		}
 		done = append(done, cg)
+	}
+	if putBack {
+		h.releaseDropIns(slices.Sorted(maps.Keys(per)))
 	}
 	return done, nil
 }

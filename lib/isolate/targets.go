@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path"
@@ -30,6 +31,12 @@ type Options struct {
 	// ("" when unset) and Node the node's name (SLURMD_NODENAME): where
 	// slurmd's pid file is found (slurm.conf's SlurmdPidFile, %n).
 	SlurmConf, Node string
+	// Units is systemd, where PID 1 is systemd (lib/isolate/sdunits):
+	// the cgroups of its units are confined through it (systemd.go).
+	// nil: every cgroup is written directly (no systemd; cgroup v1).
+	Units Units
+	// Log gets what isolation leaves alone and why; nil: nothing.
+	Log *slog.Logger
 }
 
 // ErrNoCpuset says the node has no cpuset controller gpuprep can use
@@ -61,6 +68,13 @@ type Hierarchy struct {
 	// by the first Targets: a Hierarchy lives for one read or apply, and
 	// the /proc scan and the cgroup walk need not run twice in it.
 	prot map[string]bool
+	// units and log are Options.Units and Log of the last Targets or
+	// Apply; unitCache what units said of each cgroup, and kept the
+	// units left as the admin set them (systemd.go).
+	units     Units
+	log       *slog.Logger
+	unitCache map[string]unitEntry
+	kept      map[string]Kept
 }
 
 // Open finds the cpuset hierarchy under root. cgroup v2 needs "cpuset" in
@@ -123,6 +137,7 @@ var topUnits = []string{"init.scope", "system.slice", "user.slice"}
 // processes in the hierarchy's root cgroup, which are moved into
 // gpuprep.housekeeping (v1root.go).
 func (h *Hierarchy) Targets(opt Options) ([]string, error) {
+	h.units, h.log = opt.Units, opt.Log
 	if h.prot == nil {
 		lay, err := slurm.FindLayout(h.root, opt.SlurmConf, opt.Node)
 		if err != nil {
@@ -170,7 +185,7 @@ func (h *Hierarchy) Targets(opt Options) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return h.dropOutranked(out)
 }
 
 // targetsV1 is Targets on cgroup v1: "." and the top-level cgroups that

@@ -1,0 +1,186 @@
+// Package sdunits is lib/isolate's Units over systemd's D-Bus API
+// (github.com/coreos/go-systemd/v22/dbus), on PID 1's private socket
+// /run/systemd/private, so no dbus-daemon is needed. Only the prolog and
+// epilog link it (through lib/hook), as with lib/isolate/cgwriter.
+package sdunits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/host"
+	"gpuprep/lib/isolate"
+)
+
+// callTimeout bounds one D-Bus call, inside the run's own deadline.
+const callTimeout = 10 * time.Second
+
+// Booted says whether the node under root runs systemd as its init, as
+// sd_booted(3) tells: /run/systemd/system exists. Only the node itself
+// (root "/") can be reached over D-Bus; a fixture root never is.
+func Booted(root host.Root) bool {
+	if !root.IsHost() {
+		return false
+	}
+	st, err := os.Lstat("/run/systemd/system")
+	return err == nil && st.IsDir()
+}
+
+// Manager is systemd's unit manager, connected on first use. Every call
+// runs under ctx (the run's deadline) and callTimeout.
+type Manager struct {
+	ctx  context.Context
+	once sync.Once
+	conn *sd.Conn
+	err  error
+}
+
+// New returns a Manager for the node where Booted, else nil (so that
+// isolation writes cgroups directly).
+func New(ctx context.Context, root host.Root) *Manager {
+	if !Booted(root) {
+		return nil
+	}
+	return &Manager{ctx: ctx}
+}
+
+// Close closes the connection, if one was made.
+func (m *Manager) Close() {
+	if m != nil && m.conn != nil {
+		m.conn.Close()
+	}
+}
+
+func (m *Manager) connect() (*sd.Conn, error) {
+	m.once.Do(func() {
+		ctx, cancel := context.WithTimeout(m.ctx, callTimeout)
+		defer cancel()
+		m.conn, m.err = sd.NewSystemdConnectionContext(ctx)
+		if m.err != nil {
+			m.err = fmt.Errorf("connecting to systemd (/run/systemd/private): %w", m.err)
+		}
+	})
+	return m.conn, m.err
+}
+
+// unitInterface is the D-Bus interface of a unit's type, which holds its
+// cgroup properties (ControlGroup, AllowedCPUs).
+func unitInterface(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	t := name[i+1:]
+	return strings.ToUpper(t[:1]) + t[1:]
+}
+
+// notFound says whether a D-Bus error means there is no such unit (or
+// object, or the unit is of another type).
+func notFound(err error) bool {
+	var de godbus.Error
+	if errors.As(err, &de) {
+		switch de.Name {
+		case "org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.DBus.Error.UnknownObject",
+			"org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.DBus.Error.UnknownProperty",
+			"org.freedesktop.DBus.Error.InvalidArgs":
+			return true
+		}
+	}
+	return false
+}
+
+// Unit reads a unit's ControlGroup, AllowedCPUs and DropInPaths
+// properties; ok is false when no unit of that name has cgroup cg.
+func (m *Manager) Unit(name, cg string) (isolate.UnitInfo, bool, error) {
+	conn, err := m.connect()
+	if err != nil {
+		return isolate.UnitInfo{}, false, err
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, callTimeout)
+	defer cancel()
+	typ := unitInterface(name)
+	p, err := conn.GetUnitTypePropertyContext(ctx, name, typ, "ControlGroup")
+	if notFound(err) {
+		return isolate.UnitInfo{}, false, nil
+	}
+	if err != nil {
+		return isolate.UnitInfo{}, false, fmt.Errorf("%s ControlGroup: %w", name, err)
+	}
+	if got, _ := p.Value.Value().(string); got != cg {
+		return isolate.UnitInfo{}, false, nil
+	}
+	u := isolate.UnitInfo{Name: name}
+	p, err = conn.GetUnitTypePropertyContext(ctx, name, typ, "AllowedCPUs")
+	if err != nil {
+		return isolate.UnitInfo{}, false, fmt.Errorf("%s AllowedCPUs: %w", name, err)
+	}
+	mask, ok := p.Value.Value().([]byte)
+	if !ok {
+		return isolate.UnitInfo{}, false, fmt.Errorf("%s AllowedCPUs: %s is not a byte array", name, p.Value.Signature())
+	}
+	u.AllowedCPUs = FromMask(mask)
+	p, err = conn.GetUnitPropertyContext(ctx, name, "DropInPaths")
+	if err != nil {
+		return isolate.UnitInfo{}, false, fmt.Errorf("%s DropInPaths: %w", name, err)
+	}
+	u.DropIns, _ = p.Value.Value().([]string)
+	return u, true, nil
+}
+
+// SetAllowedCPUs sets AllowedCPUs= at runtime (SetUnitProperties with
+// runtime true, what `systemctl set-property --runtime` calls).
+func (m *Manager) SetAllowedCPUs(name string, cpus cpuset.Set) error {
+	conn, err := m.connect()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, callTimeout)
+	defer cancel()
+	return conn.SetUnitPropertiesContext(ctx, name, true, sd.Property{Name: "AllowedCPUs", Value: godbus.MakeVariant(ToMask(cpus))})
+}
+
+// Reload is daemon-reload (the Manager's Reload method, which answers once
+// systemd has read its configuration again).
+func (m *Manager) Reload() error {
+	conn, err := m.connect()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, callTimeout)
+	defer cancel()
+	return conn.ReloadContext(ctx)
+}
+
+// ToMask is a CPU set as systemd's D-Bus API carries CPU sets (type "ay"):
+// bit i%8 of byte i/8 is CPU i; no byte for the empty set.
+func ToMask(s cpuset.Set) []byte {
+	if s.IsEmpty() {
+		return []byte{}
+	}
+	b := make([]byte, s.Max()/8+1)
+	for _, c := range s.List() {
+		b[c/8] |= 1 << (c % 8)
+	}
+	return b
+}
+
+// FromMask reads a CPU set in that form.
+func FromMask(b []byte) cpuset.Set {
+	var ids []int
+	for i, x := range b {
+		for bit := 0; bit < 8; bit++ {
+			if x&(1<<bit) != 0 {
+				ids = append(ids, i*8+bit)
+			}
+		}
+	}
+	return cpuset.New(ids...)
+}
+
+var _ isolate.Units = (*Manager)(nil)
