@@ -24,6 +24,11 @@ const cpusFile = "cpuset.cpus"
 // not exist gives an error wrapping fs.ErrNotExist; content that is not a
 // CPU list an error naming the file.
 //
+// A systemd unit's cpuset.cpus that holds its AllowedCPUs= property
+// (systemd.go) reads as it is, so that putting it back sets that property
+// exactly; one that holds something else (written behind systemd's back)
+// reads as the kernel has it, so that the difference shows as drift.
+//
 // Read here, not through containerd/cgroups: its v2 Manager has no getter
 // for cpuset.cpus (Stat reports usage, not limits) and its v1 cpuset
 // controller reads the files only to copy them to a child.
@@ -31,7 +36,16 @@ func (h *Hierarchy) ReadCPUs(cg string) (string, error) {
 	if cg == rootTasks && !h.V2 {
 		return h.readRootTasks()
 	}
+	u, isUnit, err := h.unitOf(cg)
+	if err != nil {
+		return "", err
+	}
 	set, err := h.readList(path.Join(h.nodePath(cg), cpusFile))
+	if isUnit && err == nil && !u.AllowedCPUs.IsEmpty() && set.Equal(u.AllowedCPUs) {
+		// A unit's own AllowedCPUs=, as systemd holds it, even where it
+		// is every CPU of the parent (which an explicit setting may be).
+		return set.String(), nil
+	}
 	if h.V2 && errors.Is(err, fs.ErrNotExist) && h.root.Exists(h.nodePath(cg)) {
 		// No cpuset controller enabled for it (its parent's
 		// cgroup.subtree_control lacks cpuset): no limit of its own.

@@ -300,3 +300,26 @@ func TestOutranking(t *testing.T) {
 		}
 	}
 }
+
+// An admin's explicit AllowedCPUs= of every CPU is put back as it was, not
+// as "none of its own" (which the kernel shows the same way).
+func TestSystemdExplicitFullListKept(t *testing.T) {
+	r, sd := systemdTree(t)
+	writeTree(t, r.Dir(), "sys/fs/cgroup", map[string]string{"system.slice/munge.service/cpuset.cpus": "0-15"})
+	sd.allowed["munge.service"], _ = cpuset.Parse("0-15")
+	opt := Options{Writer: noWriter{t}, Units: sd}
+	h, _ := Open(r)
+	st, err := h.Read(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st["system.slice/munge.service"]; got != "0-15" {
+		t.Errorf("munge.service reads %q, want its AllowedCPUs 0-15", got)
+	}
+	// Written behind systemd's back: the kernel's value, so drift shows.
+	writeTree(t, r.Dir(), "sys/fs/cgroup", map[string]string{"system.slice/munge.service/cpuset.cpus": "3"})
+	h2, _ := Open(r)
+	if st, _ := h2.Read(opt); st["system.slice/munge.service"] != "3" {
+		t.Errorf("munge.service reads %q, want the kernel's 3", st["system.slice/munge.service"])
+	}
+}
