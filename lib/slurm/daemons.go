@@ -45,13 +45,28 @@ const (
 	StepdName  = "slurmstepd"
 )
 
+// daemonName is the Slurm daemon (SlurmdName, StepdName) an executable's
+// file name is, "" for neither: the daemon's own name, or Debian's and
+// Ubuntu's (/usr/sbin/slurmd is a link, through update-alternatives, to
+// /usr/sbin/slurmd-wlm, which /proc/<pid>/exe names; slurmd-wlm-emulator
+// for the emulator build).
+func daemonName(base string) string {
+	for _, n := range []string{SlurmdName, StepdName} {
+		if base == n || base == n+"-wlm" || base == n+"-wlm-emulator" {
+			return n
+		}
+	}
+	return ""
+}
+
 // maxProcs bounds the /proc entries ScanDaemons examines, so that a node
 // with an absurd number of processes cannot stall a prolog; more is an
 // error (nothing can be told).
 const maxProcs = 1 << 17
 
 // ScanDaemons finds every slurmd and slurmstepd process in /proc: a process
-// whose /proc/<pid>/exe is a file named slurmd or slurmstepd and whose real
+// whose /proc/<pid>/exe is a file named slurmd or slurmstepd (or Debian's
+// slurmd-wlm, slurmstepd-wlm: daemonName) and whose real
 // user (/proc/<pid>/status, Uid:) is root. A user can start a process with
 // any name and command line, even a copy of slurmstepd, but not as root, so
 // none passes for Slurm's. A process that exits meanwhile, or a kernel
@@ -80,7 +95,7 @@ func ScanDaemons(r host.Root) (*Daemons, error) {
 		if !ok {
 			continue
 		}
-		if path.Base(p.Exe) == SlurmdName {
+		if daemonName(path.Base(p.Exe)) == SlurmdName {
 			d.Slurmd = append(d.Slurmd, p)
 		} else {
 			d.Stepd = append(d.Stepd, p)
@@ -110,7 +125,7 @@ func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 		return Daemon{}, false, nil
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
-	if base := path.Base(exe); base != SlurmdName && base != StepdName {
+	if daemonName(path.Base(exe)) == "" {
 		return Daemon{}, false, nil
 	}
 	uid, err := realUID(r, dir+"/status")
@@ -145,7 +160,7 @@ func namedLikeDaemon(r host.Root, dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if comm == SlurmdName || comm == StepdName {
+	if daemonName(comm) != "" {
 		return true, nil
 	}
 	cmd, err := r.ReadFile(dir + "/cmdline")
@@ -154,7 +169,7 @@ func namedLikeDaemon(r host.Root, dir string) (bool, error) {
 	}
 	first, _, _ := strings.Cut(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
 	first = path.Base(strings.TrimSuffix(first, ":"))
-	return first == SlurmdName || first == StepdName, nil
+	return daemonName(first) != "", nil
 }
 
 // gone says whether err is about a process that exited (or a kernel thread

@@ -106,6 +106,19 @@ func TestScanDaemons(t *testing.T) {
 	if !slices.Equal(pids, []int{812, 900, 901}) {
 		t.Errorf("daemons %v, want 812 900 901", pids)
 	}
+	// Debian's and Ubuntu's Slurm: /proc/<pid>/exe names slurmd-wlm and
+	// slurmstepd-wlm (/usr/sbin/slurmd links to them through
+	// update-alternatives), as seen in the VM of make test-node.
+	deb := t.TempDir()
+	fakeproc.Add(t, deb, 267, 0, "usr/sbin/slurmd-wlm", "/usr/sbin/slurmd --systemd", "0::/system.slice/slurmd.service
+")
+	fakeproc.Add(t, deb, 286, 0, "usr/sbin/slurmstepd-wlm", "slurmstepd: [1.extern]", "0::/system.slice/gpunode_slurmstepd.scope/job_1/step_extern/slurm
+")
+	fakeproc.Add(t, deb, 290, 0, "usr/sbin/slurmd-wlmx", "/usr/sbin/slurmd", "0::/system.slice/other.service
+")
+	if d, err := ScanDaemons(host.NewRoot(deb)); err != nil || len(d.Slurmd) != 1 || d.Slurmd[0].PID != 267 || len(d.Stepd) != 1 || !d.HasStepd("1") {
+		t.Errorf("Debian's slurmd-wlm: %+v, %v; want slurmd 267 and slurmstepd 286", d, err)
+	}
 	if d.Slurmd[0].Cgroups[""] != "/system.slice/slurmd.service" {
 		t.Errorf("slurmd's cgroups %q", d.Slurmd[0].Cgroups)
 	}
