@@ -110,12 +110,9 @@ func TestScanDaemons(t *testing.T) {
 	// slurmstepd-wlm (/usr/sbin/slurmd links to them through
 	// update-alternatives), as seen in the VM of make test-node.
 	deb := t.TempDir()
-	fakeproc.Add(t, deb, 267, 0, "usr/sbin/slurmd-wlm", "/usr/sbin/slurmd --systemd", "0::/system.slice/slurmd.service
-")
-	fakeproc.Add(t, deb, 286, 0, "usr/sbin/slurmstepd-wlm", "slurmstepd: [1.extern]", "0::/system.slice/gpunode_slurmstepd.scope/job_1/step_extern/slurm
-")
-	fakeproc.Add(t, deb, 290, 0, "usr/sbin/slurmd-wlmx", "/usr/sbin/slurmd", "0::/system.slice/other.service
-")
+	fakeproc.Add(t, deb, 267, 0, "usr/sbin/slurmd-wlm", "/usr/sbin/slurmd --systemd", "0::/system.slice/slurmd.service\n")
+	fakeproc.Add(t, deb, 286, 0, "usr/sbin/slurmstepd-wlm", "slurmstepd: [1.extern]", "0::/system.slice/gpunode_slurmstepd.scope/job_1/step_extern/slurm\n")
+	fakeproc.Add(t, deb, 290, 0, "usr/sbin/slurmd-wlmx", "/usr/sbin/slurmd", "0::/system.slice/other.service\n")
 	if d, err := ScanDaemons(host.NewRoot(deb)); err != nil || len(d.Slurmd) != 1 || d.Slurmd[0].PID != 267 || len(d.Stepd) != 1 || !d.HasStepd("1") {
 		t.Errorf("Debian's slurmd-wlm: %+v, %v; want slurmd 267 and slurmstepd 286", d, err)
 	}
