@@ -44,7 +44,7 @@ packages=(
 	munge slurmd slurmctld slurm-client
 	hwloc python3
 )
-kernel_cmdline="console=ttyS0,115200 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 systemd.firstboot=off panic=-1 mitigations=off tsc=reliable"
+kernel_cmdline="console=ttyS0,115200 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 systemd.firstboot=off panic=-1 mitigations=off tsc=reliable net.ifnames=0"
 
 say() { echo "build-image: $*" >&2; }
 die() {
@@ -197,7 +197,9 @@ in_root chown slurm:slurm /var/log/slurm
 install -d -m 0755 "$root/var/lib/slurm/slurmd" "$root/var/lib/slurm/slurmctld"
 in_root chown slurm:slurm /var/lib/slurm/slurmctld
 
-in_root systemctl enable systemd-networkd ssh munge slurmctld slurmd
+in_root systemctl enable gpuprep-vm-net ssh munge slurmctld slurmd
+# The network is set by gpuprep-vm-net (files/rootfs/etc/systemd/system).
+in_root systemctl mask systemd-networkd.service systemd-networkd.socket
 # Nothing at boot that the tests do not need, nothing that waits for input:
 # under TCG every unit costs seconds. The modules of the modprobe@ units load
 # on demand; user@.service (a systemd --user per login, several seconds of

@@ -1,0 +1,53 @@
+package vmnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// SerialTail is the last n lines of the serial console (kernel and systemd
+// messages; kept across reboots).
+func (v *VM) SerialTail(n int) string {
+	b, err := os.ReadFile(v.SerialLog)
+	if err != nil {
+		return fmt.Sprintf("(no serial log: %v)", err)
+	}
+	return tail(strings.ReplaceAll(string(b), "\r", ""), n)
+}
+
+// diagCommand prints, in the VM, what explains a failed test: the node's
+// state, the Slurm daemons' logs, gpuprep's syslog lines, warnings of this
+// boot and failed units.
+const diagCommand = `
+echo "== sinfo"; sinfo -N -o '%N %T %E' 2>&1
+echo "== squeue"; squeue 2>&1
+echo "== slurmd.log"; tail -n 25 /var/log/slurm/slurmd.log 2>&1
+echo "== slurmctld.log"; tail -n 15 /var/log/slurm/slurmctld.log 2>&1
+echo "== journal: gpuprep"; journalctl -b --no-pager -q -n 25 -t gpuprep-prolog -t gpuprep-epilog 2>&1
+echo "== journal: warnings"; journalctl -b --no-pager -q -n 25 -p warning 2>&1
+echo "== failed units"; systemctl --failed --plain --no-legend 2>&1
+`
+
+// Diagnostics gathers, for a failed test's log, the node's state, log tails
+// from the VM (over SSH, at most 30 s) and the serial console's tail.
+func (v *VM) Diagnostics(ctx context.Context) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "vm %s (ssh port %d, serial %s)\n", v.Dir, v.Port, v.SerialLog)
+	if v.Running() {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, stderr, err := v.Run(ctx, diagCommand)
+		b.WriteString(out)
+		if err != nil {
+			fmt.Fprintf(&b, "(diagnostics: %v %s)\n", err, stderr)
+		}
+	} else {
+		b.WriteString("qemu is not running\n")
+	}
+	b.WriteString("== serial console\n")
+	b.WriteString(v.SerialTail(20))
+	return b.String()
+}

@@ -1,0 +1,236 @@
+package vmnode
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Job states that end a job (scontrol's JobState).
+var EndedStates = []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+
+// Sbatch submits a batch job as user ("" or "root" for root) running the
+// shell command wrap (sbatch --wrap), its output to /dev/null unless args
+// say otherwise, and returns its id. args are more sbatch options
+// ("-c2", "--comment=...").
+func (v *VM) Sbatch(ctx context.Context, user, wrap string, args ...string) (int, error) {
+	cmd := "sbatch --parsable"
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "--output") }) {
+		cmd += " -o /dev/null"
+	}
+	for _, a := range args {
+		cmd += " " + Quote(a)
+	}
+	cmd += " --wrap " + Quote(wrap)
+	out, _, err := v.RunAs(ctx, user, cmd)
+	if err != nil {
+		return 0, err
+	}
+	idStr, _, _ := strings.Cut(strings.TrimSpace(out), ";")
+	id, err := strconv.Atoi(idStr)
+	if err != nil {
+		return 0, fmt.Errorf("vmnode: sbatch printed %q", out)
+	}
+	return id, nil
+}
+
+// SbatchSleep submits a batch job as user that sleeps seconds.
+func (v *VM) SbatchSleep(ctx context.Context, user string, seconds int, args ...string) (int, error) {
+	return v.Sbatch(ctx, user, "sleep "+strconv.Itoa(seconds), args...)
+}
+
+// Srun runs srun as user with args (each quoted) and returns its output.
+func (v *VM) Srun(ctx context.Context, user string, args ...string) (stdout, stderr string, err error) {
+	cmd := "srun"
+	for _, a := range args {
+		cmd += " " + Quote(a)
+	}
+	return v.RunAs(ctx, user, cmd)
+}
+
+// Job is `scontrol show job -o ID` as a map (JobState, Reason, NodeList, ...).
+func (v *VM) Job(ctx context.Context, id int) (map[string]string, error) {
+	out, _, err := v.Run(ctx, "scontrol show job -o "+strconv.Itoa(id))
+	if err != nil {
+		return nil, err
+	}
+	return ParseScontrol(out), nil
+}
+
+// ParseScontrol splits one line of `scontrol show ... -o` into its
+// Key=Value fields; a word without "=" belongs to the value before it.
+func ParseScontrol(line string) map[string]string {
+	m := map[string]string{}
+	fields := strings.Fields(strings.TrimSpace(line))
+	var key string
+	for _, f := range fields {
+		k, val, ok := strings.Cut(f, "=")
+		if ok && k != "" {
+			key = k
+			m[key] = val
+			continue
+		}
+		if key != "" {
+			m[key] += " " + f
+		}
+	}
+	return m
+}
+
+// JobState is the job's JobState ("PENDING", "RUNNING", "COMPLETED", ...).
+func (v *VM) JobState(ctx context.Context, id int) (string, error) {
+	j, err := v.Job(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return j["JobState"], nil
+}
+
+// WaitJobState polls (every half second) until the job is in one of states
+// and returns that state; a job that ends in another state is an error.
+func (v *VM) WaitJobState(ctx context.Context, id int, states ...string) (string, error) {
+	var last string
+	for {
+		st, err := v.JobState(ctx, id)
+		if err == nil {
+			last = st
+			if slices.Contains(states, st) {
+				return st, nil
+			}
+			if slices.Contains(EndedStates, st) {
+				return st, fmt.Errorf("vmnode: job %d ended %s, waited for %s", id, st, strings.Join(states, "|"))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("vmnode: job %d is %s, waited for %s: %w", id, last, strings.Join(states, "|"), ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// WaitJobRunning waits until the batch job runs on the node, not only in
+// slurmctld's eyes (RUNNING comes before the prolog): its batch step's
+// cgroup holds processes, so the prolog is done and the job script runs.
+// It returns the job's cgroup (see JobCgroup).
+func (v *VM) WaitJobRunning(ctx context.Context, id int) (string, error) {
+	if st, err := v.WaitJobState(ctx, id, "RUNNING"); err != nil {
+		return "", fmt.Errorf("%w (state %s)", err, st)
+	}
+	// The job script's processes: step_batch/user/task_N (cgroup/v2).
+	cmd := fmt.Sprintf("cat /sys/fs/cgroup/*/*slurmstepd.scope/job_%[1]d/step_batch/user/task_*/cgroup.procs"+
+		" /sys/fs/cgroup/*slurmstepd.scope/job_%[1]d/step_batch/user/task_*/cgroup.procs 2>/dev/null | grep -q .", id)
+	for {
+		if _, _, err := v.Run(ctx, cmd); err == nil {
+			return v.JobCgroup(ctx, id)
+		}
+		if st, err := v.JobState(ctx, id); err == nil && st != "RUNNING" {
+			return "", fmt.Errorf("vmnode: job %d is %s, waited for it to run", id, st)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("vmnode: job %d has no batch step with processes: %w", id, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// WaitJobEnd waits until the job ended (any of EndedStates) and its epilog
+// finished: the node has no job of it left (squeue lists it no more as
+// COMPLETING).
+func (v *VM) WaitJobEnd(ctx context.Context, id int) (string, error) {
+	st, err := v.WaitJobState(ctx, id, EndedStates...)
+	if err != nil {
+		return st, err
+	}
+	_, err = v.WaitUntil(ctx, 500*time.Millisecond, "! squeue -h -t CG -j "+strconv.Itoa(id)+" | grep -q .")
+	return st, err
+}
+
+// Cancel cancels the job (scancel as root).
+func (v *VM) Cancel(ctx context.Context, id int) error {
+	_, _, err := v.Run(ctx, "scancel "+strconv.Itoa(id))
+	return err
+}
+
+// NodeState is the node's sinfo state (%T: idle, mixed, allocated,
+// drained, ...) and reason (%E).
+func (v *VM) NodeState(ctx context.Context) (state, reason string, err error) {
+	out, _, err := v.Run(ctx, "sinfo -h -n "+NodeName+" -o '%T|%E'")
+	if err != nil {
+		return "", "", err
+	}
+	state, reason, _ = strings.Cut(strings.TrimSpace(out), "|")
+	return state, reason, nil
+}
+
+// WaitNodeState polls (every second) until the node is in one of states.
+func (v *VM) WaitNodeState(ctx context.Context, states ...string) (state, reason string, err error) {
+	for {
+		state, reason, err = v.NodeState(ctx)
+		if err == nil && slices.Contains(states, state) {
+			return state, reason, nil
+		}
+		if !v.Running() {
+			return state, reason, v.exited()
+		}
+		select {
+		case <-ctx.Done():
+			return state, reason, fmt.Errorf("vmnode: node is %q (%s), waited for %s: %w (%v)", state, reason, strings.Join(states, "|"), ctx.Err(), err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Resume resumes a drained node.
+func (v *VM) Resume(ctx context.Context) error {
+	_, _, err := v.Run(ctx, "scontrol update nodename="+NodeName+" state=resume")
+	return err
+}
+
+// JobCgroup is the job's cgroup in the VM: the job_<id> folder under Slurm's
+// slurmstepd scope (/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/
+// job_<id> with Debian's build), found wherever the scope sits. It exists
+// from the prolog (PrologFlags=Contain: the extern step) to the job's end.
+func (v *VM) JobCgroup(ctx context.Context, id int) (string, error) {
+	out, _, err := v.Run(ctx, "find /sys/fs/cgroup -maxdepth 4 -type d -path '*slurmstepd.scope/job_"+strconv.Itoa(id)+"' -print -quit")
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(out)
+	if p == "" {
+		return "", fmt.Errorf("vmnode: no cgroup of job %d under any *slurmstepd.scope", id)
+	}
+	return p, nil
+}
+
+// CgroupOf is the cgroup v2 path of the process pid in the VM (from
+// /proc/PID/cgroup, relative to /sys/fs/cgroup: "/system.slice/slurmd.service").
+func (v *VM) CgroupOf(ctx context.Context, pid int) (string, error) {
+	out, err := v.ReadFile(ctx, "/proc/"+strconv.Itoa(pid)+"/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("vmnode: no cgroup v2 line for pid %d: %q", pid, out)
+}
+
+// MainPID is the main process of a systemd unit ("slurmd.service").
+func (v *VM) MainPID(ctx context.Context, unit string) (int, error) {
+	out, _, err := v.Run(ctx, "systemctl show -p MainPID --value "+Quote(unit))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || pid == 0 {
+		return 0, fmt.Errorf("vmnode: %s has no main process (%q)", unit, strings.TrimSpace(out))
+	}
+	return pid, nil
+}
