@@ -13,6 +13,7 @@ BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
 SIMBINS := $(BINS:bin/%=bin/sim/%)
 
 .PHONY: all build test unit e2e deps demo bench install lint fuzz fixtures clean
+.PHONY: vm-image test-node vm
 
 all: build
 
@@ -44,6 +45,24 @@ deps:
 # 30 minutes in the crash test alone), inside CI's 90.
 test: deps lint build
 	$(GO) test -count=1 -timeout 60m ./...
+
+# vm-image builds the test node VM image (Debian 12, systemd, cgroup v2,
+# Slurm 22.05 with proctrack/cgroup and task/cgroup, 2 sockets, 2 NUMA nodes)
+# in /var/cache/gpuprep-vm, as root; a no-op in under a second when cached
+# (about 3 minutes from scratch on 2 cores). test/vm/build-image.sh says more.
+vm-image:
+	bash test/vm/build-image.sh >/dev/null
+
+# test-node boots the VM once (1-2 minutes under TCG), installs gpuprep in it
+# with make install and runs the scenarios of test/vmtest against its real
+# systemd and slurmd.
+test-node: deps build vm-image
+	$(GO) test -count=1 -v -timeout 30m ./test/vmtest/...
+
+# vm boots a throwaway test node for trying gpuprep by hand and prints how to
+# log in; test/vm/vm.sh stop powers it off.
+vm: vm-image
+	bash test/vm/vm.sh boot
 
 unit: build
 	$(GO) test -count=1 -short ./lib/... ./internal/...

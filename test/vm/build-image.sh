@@ -249,11 +249,17 @@ cp "$log" "$out/build.log"
 chmod 0755 "$out"
 mv -T "$out" "$final"
 
-# Older images (other keys) are of no use any more. A VM still running from
-# one keeps its open files.
+# Older images (other keys) are of no use any more, except to a VM that
+# still runs from one (its qemu names the image folder): a later build
+# removes those.
 for old in "$cache"/*; do
 	b=${old##*/}
-	[ "$old" != "$final" ] && [ -d "$old" ] && [[ $b =~ ^[0-9a-f]{16}$ ]] && rm -rf --one-file-system "$old"
+	[ "$old" != "$final" ] && [ -d "$old" ] && [[ $b =~ ^[0-9a-f]{16}$ ]] || continue
+	if grep -qsF "$old/" /proc/[0-9]*/cmdline; then
+		say "keeping $old: a running VM uses it"
+		continue
+	fi
+	rm -rf --one-file-system "$old"
 done
 say "built $final in ${secs} s (kernel $kver, slurm $slurm_version, systemd $systemd_version)"
 echo "$final"

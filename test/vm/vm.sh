@@ -75,8 +75,10 @@ free_port() {
 # ssh_opts: one SSH connection is kept open (ControlMaster, for 5 minutes
 # after the last use): a fresh login costs seconds of emulated CPU.
 ssh_opts() {
+	local key=$state/id_ed25519
+	[ -f "$key" ] || key=$(cat "$state/image")/id_ed25519 # a VM booted by an older vm.sh
 	echo -o ControlMaster=auto -o "ControlPath=$state/ssh.ctl" -o ControlPersist=300 -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-		-o LogLevel=ERROR -o ConnectTimeout=10 -p "$(cat "$state/port")" -i "$(cat "$state/image")/id_ed25519"
+		-o LogLevel=ERROR -o ConnectTimeout=10 -p "$(cat "$state/port")" -i "$key"
 }
 
 running() {
@@ -98,6 +100,8 @@ boot() {
 	mkdir -p "$state"
 	chmod 0700 "$state"
 	echo "$img" >"$state/image"
+	# The VM's own copy of the key: a newer image build may remove $img.
+	install -m 0600 "$img/id_ed25519" "$state/id_ed25519"
 	t0=$(date +%s)
 	for _ in 1 2 3; do
 		port=$(free_port)
@@ -120,7 +124,7 @@ boot() {
 	# shellcheck disable=SC2046
 	ssh $(ssh_opts) root@127.0.0.1 'systemctl is-system-running --wait >/dev/null; for i in $(seq 60); do [ "$(sinfo -h -o %T)" = idle ] && break; sleep 1; done; sinfo' || true
 	echo
-	echo "Log in:   ssh -p $port -i $img/id_ed25519 root@127.0.0.1"
+	echo "Log in:   ssh -p $port -i $state/id_ed25519 root@127.0.0.1"
 	echo "          (or: $0 ssh)"
 	echo "Install gpuprep in it (from the repository, after make build):"
 	echo "          make install DESTDIR=/tmp/gpuprep-stage PREFIX=/usr/local &&"
@@ -164,7 +168,7 @@ ssh)
 stop) stop ;;
 status)
 	if running; then
-		echo "running: pid $(cat "$state/qemu.pid"), ssh -p $(cat "$state/port") -i $(cat "$state/image")/id_ed25519 root@127.0.0.1"
+		echo "running: pid $(cat "$state/qemu.pid"), ssh -p $(cat "$state/port") -i $state/id_ed25519 root@127.0.0.1"
 	else
 		echo "not running"
 	fi

@@ -33,7 +33,7 @@ func (v *VM) sshArgs(user string) []string {
 		"-o", "ServerAliveCountMax=6",
 		"-o", "ControlMaster=no",
 		"-o", "ControlPath=" + v.controlPath(),
-		"-i", v.Image.Key,
+		"-i", v.key,
 		"-p", strconv.Itoa(v.Port),
 		"-l", user,
 		"127.0.0.1",

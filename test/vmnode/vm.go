@@ -52,6 +52,7 @@ type VM struct {
 
 	log     *slog.Logger
 	keepDir bool
+	key     string // the VM's copy of the image's SSH key
 
 	mu         sync.Mutex
 	qemu       *exec.Cmd
@@ -82,6 +83,16 @@ func Boot(ctx context.Context, img Image, opts Options) (*VM, error) {
 		return nil, fmt.Errorf("vmnode: %w", err)
 	}
 	v.SerialLog = filepath.Join(v.Dir, "serial.log")
+	// The VM's own copy of the key: a newer image build may remove img.Dir.
+	key, err := os.ReadFile(img.Key)
+	if err == nil {
+		v.key = filepath.Join(v.Dir, "id_ed25519")
+		err = os.WriteFile(v.key, key, 0o600)
+	}
+	if err != nil {
+		v.Close()
+		return nil, fmt.Errorf("vmnode: SSH key: %w", err)
+	}
 
 	start := time.Now()
 	if err := v.startQemu(); err != nil {
