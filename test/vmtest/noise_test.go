@@ -48,7 +48,7 @@ func TestNoisyNeighbourConfined(t *testing.T) {
 		return p50
 	}
 	noisy := feed("noisy")
-	SetConfig(t, BaseConfig+"\n[profiles.default]\nhousekeeping_cpus = \"0\"\n")
+	SetConfig(t, BaseConfig+slowNode+"\n[profiles.default]\nhousekeeping_cpus = \"0\"\n")
 	isolated := feed("isolated")
 	t.Logf("feeder p50: noisy %.2f ms, isolated %.2f ms (%.2fx)", noisy, isolated, isolated/noisy)
 	// On 4 vCPUs emulated by 2 host cores the hog takes at least half of
