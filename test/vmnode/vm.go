@@ -72,6 +72,7 @@ func Boot(ctx context.Context, img Image, opts Options) (*VM, error) {
 	if v.log == nil {
 		v.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	sweepStale()
 	v.Dir = opts.Dir
 	if v.Dir == "" {
 		d, err := os.MkdirTemp("", "gpuprep-vm-")
@@ -159,6 +160,9 @@ func (v *VM) startQemu() error {
 		v.mu.Lock()
 		v.qemu, v.done, v.Port = cmd, done, port
 		v.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(v.Dir, "qemu.pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+			return fmt.Errorf("vmnode: %w", err)
+		}
 		return nil
 	}
 	return lastErr
@@ -347,4 +351,34 @@ func (v *VM) Close() error {
 		v.log.Info("vm: closed")
 	}
 	return errors.Join(errs...)
+}
+
+// sweepStale removes the folders Boot left in the temp folder when its test
+// binary was killed before Close (gpuprep-vm-*, about 40 MB each): those
+// whose qemu.pid names no running qemu of that folder, and those without a
+// qemu.pid older than an hour (a Boot writes it within a second).
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuprep-vm-*"))
+	for _, d := range dirs {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "qemu.pid"))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, []byte(d+"/")) {
+			continue // its VM still runs
+		}
+		os.RemoveAll(d)
+	}
 }
