@@ -269,14 +269,14 @@ func TestIsolationSurvivesCrashes(t *testing.T) {
 		id := StartSleepJob(t, ctx, "alice", 600, "-c1")
 		confinedTo(t, ctx, "hog.service", hkCPUs, "job running")
 		// Kill every gpuprep-epilog the moment it appears, for a minute.
-		MustRun(t, ctx, `nohup sh -c 'end=$(($(date +%s)+60)); while [ $(date +%s) -lt $end ]; do pkill -KILL -x gpuprep-epilog && echo killed >>/tmp/epilog-killed; done' >/dev/null 2>&1 &`)
+		MustRun(t, ctx, `nohup sh -c 'end=$(($(date +%s)+60)); while [ $(date +%s) -lt $end ]; do pkill -KILL -x gpuprep-epilog && echo killed >>/tmp/epilog-killed; done' >/dev/null 2>&1 & echo $! >/tmp/epilog-killer.pid`)
 		if err := node.Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := node.WaitJobEnd(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		MustRun(t, ctx, "pkill -f epilog-killed || true")
+		MustRun(t, ctx, "kill $(cat /tmp/epilog-killer.pid) 2>/dev/null; rm -f /tmp/epilog-killer.pid")
 		if !Exists(t, ctx, "/tmp/epilog-killed") {
 			t.Fatal("the epilog was never killed: the scenario did not happen")
 		}
