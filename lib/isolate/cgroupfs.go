@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gpuprep/internal/crashpoint"
 	"gpuprep/lib/cpuset"
 )
 
@@ -117,6 +118,7 @@ func (h *Hierarchy) writeV2(cg, cpus string) error {
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit("cgroup-set", cg)
 	return w.SetV2(h.root.Path(h.mount), cg, cpus)
 }
 
@@ -166,6 +168,7 @@ func (h *Hierarchy) writeV1(cg, cpus string) error {
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit("cgroup-set", cg)
 	return w.SetV1(h.root.Path(path.Dir(h.mount)), cg, cpus, "")
 }
 
