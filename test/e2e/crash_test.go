@@ -4,9 +4,13 @@ package e2e
 // the node lives on as Slurm would make it, and must end at its exact
 // baseline with a clean spool every time.
 //
-// TestCrashSyscallKill kills at the n-th call of each mutating syscall,
-// injected by strace from outside the binaries (nothing in gpuprep knows it
-// is being tested). TestCrashTimedKill kills at seeded random moments.
+// TestCrashStepKill (crashstep_test.go) kills right before each change a
+// hook makes, every one, in every scenario: the hooks built with
+// -tags gpuprep_crashpoints kill themselves at the N-th change
+// (internal/crashpoint). TestCrashSyscallKill kills the programs as the
+// other tests run them (no crash points) at a seeded sample of system
+// calls, injected by strace from outside (nothing in gpuprep knows it is
+// being tested). TestCrashTimedKill kills at seeded random moments.
 
 import (
 	"bufio"
@@ -200,9 +204,9 @@ func newCrashNode(t *testing.T, cpu int) *crashNode {
 	}
 	// 32 of the node's 224 CPUs online: the per-CPU knobs cover the online
 	// CPUs, so every code path runs with a seventh of the per-CPU sysfs
-	// calls (strace stops at each), and a thousand kill points fit in
-	// minutes. The other CPUs' files stay in the snapshot and must stay
-	// untouched.
+	// writes (each one a kill point of TestCrashStepKill, and strace
+	// stops at each call), and every step can be tried in minutes. The
+	// other CPUs' files stay in the snapshot and must stay untouched.
 	if err := os.WriteFile(filepath.Join(n.root, "sys/devices/system/cpu/online"), []byte("0-31\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -425,16 +429,31 @@ type killer func(t *testing.T, n *crashNode, cmd *exec.Cmd) bool
 
 // pointResult is one kill point's outcome.
 type pointResult struct {
-	killed   bool
-	follow   string
-	spoolNow string // what the killed run left in the spool
-	problem  string // why the node did not end at its baseline; "" when it did
+	killed      bool
+	killedAgain bool // the first hook after the killed one was killed too (runPointTwice)
+	follow      string
+	spoolNow    string // what the killed run left in the spool
+	problem     string // why the node did not end at its baseline; "" when it did
 }
 
 // runPoint runs one scenario: L's prolog (with L), J's prolog when J's
 // epilog is the hook killed, the hook killed by kill, what Slurm runs next
 // (follow), L's epilog, then checks the node.
 func (n *crashNode) runPoint(t *testing.T, sc scenario, follow string, kill killer) pointResult {
+	return n.runPointTwice(t, sc, follow, kill, nil)
+}
+
+// againKiller runs the first hook after a killed one (cmd, named what)
+// and kills it again, or not: it says whether it did, and why the run
+// failed when it ended otherwise ("" when it exited 0).
+type againKiller func(t *testing.T, n *crashNode, cmd *exec.Cmd, what string) (killed bool, problem string)
+
+// runPointTwice is runPoint where again, when not nil, runs the first hook
+// after the killed one (epilog J, the admin's retry, or K's prolog) and
+// may kill it too. A killed prolog of K fails K like J's: its epilog runs
+// when J's killed hook was the epilog (follow-up c), not otherwise
+// (follow-up b, where J's epilog did not run either); then job K2 runs.
+func (n *crashNode) runPointTwice(t *testing.T, sc scenario, follow string, kill killer, again againKiller) pointResult {
 	t.Helper()
 	n.t = t
 	var r pointResult
@@ -458,6 +477,21 @@ func (n *crashNode) runPoint(t *testing.T, sc scenario, follow string, kill kill
 			problems = append(problems, p)
 		}
 	}
+	// next runs a hook after the killed one; the first of them under
+	// again, when set. It says whether again killed it.
+	first := true
+	next := func(cmd *exec.Cmd, what string) bool {
+		if first && again != nil {
+			first = false
+			killed, problem := again(t, n, cmd, what)
+			note(problem)
+			r.killedAgain = killed
+			return killed
+		}
+		first = false
+		note(n.failRun(t, cmd, what))
+		return false
+	}
 	switch {
 	case !r.killed:
 		// The hook ran to its end (exit 0 checked by kill): finish J's life.
@@ -470,20 +504,29 @@ func (n *crashNode) runPoint(t *testing.T, sc scenario, follow string, kill kill
 		r.follow = follow
 		n.jobEnds(j) // the job failed: Slurm ends it
 		if follow == followEpilogThenK {
-			note(n.failRun(t, n.hookCmd("epilog", j, sc.job.gpus, sc.job.comment), "epilog J"))
+			next(n.hookCmd("epilog", j, sc.job.gpus, sc.job.comment), "epilog J")
 		}
 	default:
 		r.follow = follow
 		if follow == followRetry {
-			note(n.failRun(t, n.retryCmd(j, sc.job), "gpuprep-epilog --job-id J"))
+			next(n.retryCmd(j, sc.job), "gpuprep-epilog --job-id J")
 		}
 	}
 	if r.killed {
 		k := n.newJob()
 		n.jobStarts(k)
-		note(n.failRun(t, n.hookCmd("prolog", k, sc.job.gpus, ""), "prolog K"))
+		killedK := next(n.hookCmd("prolog", k, sc.job.gpus, ""), "prolog K")
 		n.jobEnds(k)
-		note(n.failRun(t, n.hookCmd("epilog", k, sc.job.gpus, ""), "epilog K"))
+		if !killedK || follow == followK {
+			note(n.failRun(t, n.hookCmd("epilog", k, sc.job.gpus, ""), "epilog K"))
+		}
+		if killedK {
+			k2 := n.newJob()
+			n.jobStarts(k2)
+			note(n.failRun(t, n.hookCmd("prolog", k2, sc.job.gpus, ""), "prolog K2"))
+			n.jobEnds(k2)
+			note(n.failRun(t, n.hookCmd("epilog", k2, sc.job.gpus, ""), "epilog K2"))
+		}
 	}
 	if sc.withL {
 		n.jobEnds(l)
@@ -676,7 +719,8 @@ type callDepth struct{ depth, total int }
 
 // countCalls runs the scenario twice with the hook traced (no kill): once
 // for all calls, once for the calls on the spool folder; and counts its
-// calls per set.
+// calls per set. These runs inject nothing, so they use --seccomp-bpf:
+// strace stops the hook at the counted calls only.
 func (n *crashNode) countCalls(t *testing.T, strace string, sc scenario) map[string]callDepth {
 	t.Helper()
 	var all []string
@@ -689,7 +733,7 @@ func (n *crashNode) countCalls(t *testing.T, strace string, sc scenario) map[str
 	for _, inSpool := range []bool{false, true} {
 		out := filepath.Join(t.TempDir(), "trace")
 		count := func(t *testing.T, n *crashNode, cmd *exec.Cmd) bool {
-			opts := append(slices.Clone(straceOpts), "-o", out, "-e", "trace=?"+strings.Join(all, ",?"))
+			opts := append(slices.Clone(straceOpts), "--seccomp-bpf", "-o", out, "-e", "trace=?"+strings.Join(all, ",?"))
 			if inSpool {
 				opts = append(opts, "-P", n.spool)
 			}
@@ -743,35 +787,66 @@ func countTrace(t *testing.T, file string) map[string]int {
 	return per
 }
 
-// middlePoints are k points spread evenly over lo..hi.
-func middlePoints(lo, hi, k int) []int {
-	var ns []int
-	if gap := hi - lo + 1; gap > 0 && k > 0 {
-		k = min(k, gap)
-		for i := 0; i < k; i++ {
-			ns = append(ns, lo+(2*i+1)*gap/(2*k))
-		}
+// crashSeed draws the calls TestCrashSyscallKill kills at. It is fixed, so
+// that every run of one commit tries the same points and a failure belongs
+// to the commit, not to the day; GPUPREP_CRASH_SEED=<n> draws others (the
+// seed is logged, and a failing point is named by scenario, set and call).
+// The points drawn are a sample: TestCrashStepKill kills before every
+// change, each run; this test checks the programs as built for production
+// against the same scenarios, killed from outside at system calls,
+// including calls no crash point marks.
+const crashSeed = 20261202
+
+// crashSeedNow is crashSeed, or GPUPREP_CRASH_SEED when set.
+func crashSeedNow(t *testing.T) int64 {
+	t.Helper()
+	v := os.Getenv("GPUPREP_CRASH_SEED")
+	if v == "" {
+		return crashSeed
 	}
-	return slices.Compact(ns)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("GPUPREP_CRASH_SEED=%q: %v", v, err)
+	}
+	return n
 }
 
-// middleShares splits extra kill points over the sets in proportion to the
-// calls between their first and last ones.
-func middleShares(depths map[string]callDepth, first, last, extra int) map[string]int {
-	gaps := 0
-	for _, d := range depths {
-		gaps += max(0, d.depth-first-last)
-	}
-	share := map[string]int{}
-	if extra <= 0 || gaps == 0 {
-		return share
-	}
-	for set, d := range depths {
-		if g := max(0, d.depth-first-last); g > 0 {
-			share[set] = (extra*g + gaps - 1) / gaps
+// samplePoint is one strace kill point: the when-th call of a set.
+type samplePoint struct {
+	set  sysSet
+	when int
+}
+
+// samplePoints are the kill points of scenario i (of nsc): one per
+// syscall set. Set j is killed at its first call in scenario (nsc-j%nsc)
+// %nsc, so that each set kills in one scenario at least, whatever the
+// threads do (the first call of any thread fires). Elsewhere the call is
+// drawn from 2 up to two thirds of the most calls one thread made (strace
+// counts per thread, and a thread's count varies by a third from run to
+// run: a point past this run's count kills nothing, and is reported as
+// such), or for a set in the spool up to all its calls. With -short, only
+// the first calls.
+func samplePoints(rng *rand.Rand, i, nsc int, depths map[string]callDepth, short bool) []samplePoint {
+	var ps []samplePoint
+	for j, set := range crashSets {
+		d := depths[set.name]
+		if d.total == 0 {
+			continue
 		}
+		if (i+j)%nsc == 0 {
+			ps = append(ps, samplePoint{set, 1})
+			continue
+		}
+		if short {
+			continue
+		}
+		reach := max(2, d.depth*2/3)
+		if set.inSpool {
+			reach = max(2, d.total)
+		}
+		ps = append(ps, samplePoint{set, 2 + rng.Intn(reach-1)})
 	}
-	return share
+	return ps
 }
 
 // crashStats counts one scenario's kill points.
@@ -813,7 +888,12 @@ func (s *crashStats) report(t *testing.T, name string) {
 	order := func(name string) int {
 		return slices.IndexFunc(crashSets, func(c sysSet) bool { return c.name == name })
 	}
-	slices.SortFunc(names, func(a, b string) int { return order(a) - order(b) })
+	slices.SortFunc(names, func(a, b string) int {
+		if c := order(a) - order(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
 	for _, name := range names {
 		ks := s.perSet[name]
 		sets = append(sets, fmt.Sprintf("%s %d/%d", name, ks[0], ks[1]))
@@ -840,33 +920,22 @@ func (s *crashStats) report(t *testing.T, name string) {
 	}
 }
 
-// Kill points of TestCrashSyscallKill: per scenario and syscall set every
-// n up to crashFirst, the last crashLast calls, and middle ones spread so
-// that each scenario gets its share of crashKills killed runs.
-const (
-	crashFirst, crashLast, crashKills                = 15, 15, 1000
-	crashFirstShort, crashLastShort, crashKillsShort = 1, 1, 100
-)
-
-// TestCrashSyscallKill kills the prolog and the epilog with SIGKILL at the
-// n-th call of each mutating syscall (write, rename, unlink, fsync, open;
-// anywhere, and on the spool folder), with one job and with two
-// overlapping ones, follows each kill with what Slurm runs next, and checks
-// that the node ends at its exact baseline (GPU settings included) with a
-// clean spool: at least 1,000 killed runs (about 100 with -short; a point
-// the run got past without a kill is not counted). The scenarios are shared
-// out to simulated nodes that run in parallel (two, or one per CPU up to
-// one per scenario), each pinned to one CPU.
+// TestCrashSyscallKill kills the prolog and the epilog, as built for the
+// tests (no crash points), with SIGKILL at a system call injected by
+// strace from outside (write, rename, unlink, fsync, open; anywhere, and
+// on the spool folder), in each scenario: one point per scenario and set,
+// drawn with crashSeed (72 points; with -short, 9). It follows each kill
+// with what Slurm runs next, and checks that the node ends at its exact
+// baseline (GPU settings included) with a clean spool. Each set must kill
+// at least once: otherwise strace's injection does not work here. The
+// scenarios are shared out to simulated nodes that run in parallel (two,
+// or one per CPU up to one per scenario), each pinned to one CPU.
 func TestCrashSyscallKill(t *testing.T) {
 	t.Parallel()
 	strace := needStrace(t)
 	bin(t, "gpuprep-prolog")
-	first, last, want := crashFirst, crashLast, crashKills
-	if testing.Short() {
-		first, last, want = crashFirstShort, crashLastShort, crashKillsShort
-	}
+	seed := crashSeedNow(t)
 	scs := crashScenarios()
-	perScenario := (want+len(scs)-1)/len(scs) + max(1, want/25) // a margin over want: some scenarios fall short of theirs
 	nodes := min(len(scs), max(2, runtime.GOMAXPROCS(0)))
 	cpus := allowedCPUs()
 	start := time.Now()
@@ -883,7 +952,8 @@ func TestCrashSyscallKill(t *testing.T) {
 				for k := i; k < len(scs); k += nodes {
 					sc := scs[k]
 					t.Run(strings.ReplaceAll(sc.String(), "/", "_"), func(t *testing.T) {
-						stats[k] = n.runScenario(t, strace, sc, first, last, perScenario)
+						rng := rand.New(rand.NewSource(seed + int64(k)))
+						stats[k] = n.runScenario(t, strace, sc, k, len(scs), rng)
 					})
 					n.t = t
 				}
@@ -891,16 +961,24 @@ func TestCrashSyscallKill(t *testing.T) {
 		}
 	})
 	killed, tried := 0, 0
+	perSet := map[string]int{}
 	for _, s := range stats {
 		if s != nil {
 			killed += s.killed
 			tried += s.tried
+			for set, ks := range s.perSet {
+				perSet[set] += ks[0]
+			}
 		}
 	}
-	t.Logf("%d of %d kill points killed the hook, on %d nodes, in %v", killed, tried, nodes, time.Since(start).Round(time.Second))
-	if !t.Failed() && killed < want {
-		t.Errorf("only %d kill points killed the hook; want at least %d", killed, want)
+	if !t.Failed() {
+		for _, set := range crashSets {
+			if perSet[set.name] == 0 {
+				t.Errorf("no kill point at %s calls killed the hook: strace's signal injection does not work here", set.name)
+			}
+		}
 	}
+	t.Logf("%d of %d kill points (seed %d) killed the hook, on %d nodes, in %v", killed, tried, seed, nodes, time.Since(start).Round(time.Second))
 }
 
 // allowedCPUs are the CPUs this test may run on (Cpus_allowed_list in
@@ -935,13 +1013,9 @@ func allowedCPUs() []int {
 	return cpus
 }
 
-// runScenario counts the scenario's calls, then kills its hook at the
-// planned points of every syscall set, and reports. The last calls of a
-// set are tried from the highest count down until `last` runs were killed
-// (a thread's count varies from run to run: a point beyond this run's
-// count kills nothing); middle points are added until target runs were
-// killed.
-func (n *crashNode) runScenario(t *testing.T, strace string, sc scenario, first, last, target int) *crashStats {
+// runScenario counts the scenario's calls (sc is scenario i of nsc), then
+// kills its hook at its sample of points, and reports.
+func (n *crashNode) runScenario(t *testing.T, strace string, sc scenario, i, nsc int, rng *rand.Rand) *crashStats {
 	n.t = t
 	depths := n.countCalls(t, strace, sc)
 	var ds []string
@@ -953,75 +1027,10 @@ func (n *crashNode) runScenario(t *testing.T, strace string, sc scenario, first,
 		}
 	}
 	t.Logf("%s: calls per thread and syscall, at most: %s", sc, strings.Join(ds, ", "))
-
-	// reach is the highest count a kill point may reach: the most calls of
-	// one thread counted, and for a set in the spool, whose calls are few,
-	// all its calls (they may all fall to one thread). A point that kills
-	// nothing lowers it.
-	reach := map[string]int{}
-	for _, set := range crashSets {
-		reach[set.name] = depths[set.name].depth
-		if set.inSpool {
-			reach[set.name] = depths[set.name].total
-		}
-	}
 	st := newCrashStats()
-	tried := map[string]map[int]bool{}
-	kills := 0 // picks the follow-up
-	try := func(set sysSet, when int) bool {
-		if tried[set.name] == nil {
-			tried[set.name] = map[int]bool{}
-		}
-		tried[set.name][when] = true
-		r := n.runPoint(t, sc, sc.follow(kills), straceKill(strace, set, when))
-		if r.killed {
-			kills++
-		} else {
-			// This run's busiest thread made fewer calls: so may the
-			// next runs' (the counts vary by a third and more).
-			reach[set.name] = min(reach[set.name], when-1-max(0, when-first)/20)
-		}
-		st.add(set.name, r, fmt.Sprintf("%s call %d", set.name, when))
-		return r.killed
-	}
-	planned, gaps := 0, map[string]callDepth{}
-	for _, set := range crashSets {
-		d := reach[set.name]
-		planned += min(d, first) + min(max(d-first, 0), last)
-		gaps[set.name] = callDepth{depth: d}
-	}
-	share := middleShares(gaps, first, last, target-planned)
-	for _, set := range crashSets {
-		for when := 1; when <= min(reach[set.name], first); when++ {
-			try(set, when)
-		}
-		for _, when := range middlePoints(first+1, reach[set.name]-last, share[set.name]) {
-			if when <= reach[set.name]-last {
-				try(set, when)
-			}
-		}
-		for when, k, tries := reach[set.name], 0, 0; when > first && k < last && tries < last+last/2+1; when-- {
-			if !tried[set.name][when] && when <= reach[set.name] {
-				tries++
-				if try(set, when) {
-					k++
-				}
-			}
-		}
-		if ks := st.perSet[set.name]; ks[1] > 0 && ks[0] == 0 {
-			t.Errorf("%s: none of %d kill points at %s calls killed the hook: strace's signal injection does not work here", sc, ks[1], set.name)
-		}
-	}
-	// Top up with points not tried yet, anywhere in each set's reach,
-	// until target runs were killed.
-	rng := rand.New(rand.NewSource(int64(len(sc.String()) * 7919)))
-	for extra := 0; st.killed < target && extra < 8*target; extra++ {
-		set := crashSets[extra%len(crashSets)]
-		if d := reach[set.name]; d > 0 {
-			if when := 1 + rng.Intn(d); !tried[set.name][when] {
-				try(set, when)
-			}
-		}
+	for x, p := range samplePoints(rng, i, nsc, depths, testing.Short()) {
+		r := n.runPoint(t, sc, sc.follow(x), straceKill(strace, p.set, p.when))
+		st.add(p.set.name, r, fmt.Sprintf("%s call %d", p.set.name, p.when))
 	}
 	st.report(t, sc.String())
 	return st
