@@ -223,6 +223,9 @@ func baselineOK(t *testing.T, ctx context.Context, before, when string) {
 	if jobs := strings.TrimSpace(MustRun(t, ctx, "ls /var/lib/gpuprep/jobs 2>/dev/null || true")); jobs != "" {
 		t.Errorf("%s: gpuprep's spool still holds jobs: %s", when, jobs)
 	}
+	if t.Failed() {
+		t.Logf("gpuprep's log:\n%s", MustRun(t, ctx, "journalctl -q -t gpuprep-prolog -t gpuprep-epilog --no-pager | grep -v 'health checks' | tail -n 30 | cut -c1-600"))
+	}
 }
 
 // shortJob runs a job to its end (prolog and epilog included) and fails
@@ -268,8 +271,9 @@ func TestIsolationSurvivesCrashes(t *testing.T) {
 	t.Run("epilog killed", func(t *testing.T) {
 		id := StartSleepJob(t, ctx, "alice", 600, "-c1")
 		confinedTo(t, ctx, "hog.service", hkCPUs, "job running")
-		// Kill every gpuprep-epilog the moment it appears, for a minute.
-		MustRun(t, ctx, `nohup sh -c 'end=$(($(date +%s)+60)); while [ $(date +%s) -lt $end ]; do pkill -KILL -x gpuprep-epilog && echo killed >>/tmp/epilog-killed; done' >/dev/null 2>&1 & echo $! >/tmp/epilog-killer.pid`)
+		// Kill the next gpuprep-epilog the moment it appears (one: the
+		// next job's must run), waiting for it at most two minutes.
+		MustRun(t, ctx, `rm -f /tmp/epilog-killed; nohup sh -c 'end=$(($(date +%s)+120)); while [ $(date +%s) -lt $end ]; do if pkill -KILL -x gpuprep-epilog; then echo killed >/tmp/epilog-killed; exit; fi; done' >/dev/null 2>&1 & echo $! >/tmp/epilog-killer.pid`)
 		if err := node.Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
