@@ -213,14 +213,15 @@ func TestIsolationThroughSystemd(t *testing.T) {
 }
 
 // baselineOK checks that the node is at its baseline: the hog free, no
-// runtime drop-in or mark of gpuprep's, and gpuprep's spool holding no job.
+// runtime drop-in or mark of gpuprep's, and gpuprep's spool holding no job
+// record (job-<id>.json) and no unfinished run (journal.json).
 func baselineOK(t *testing.T, ctx context.Context, before, when string) {
 	t.Helper()
 	free(t, ctx, "hog.service", when)
 	if after := runtimeDropIns(t, ctx); after != before {
 		t.Errorf("%s: runtime drop-ins and marks were:\n%s\nnow:\n%s", when, before, after)
 	}
-	if jobs := strings.TrimSpace(MustRun(t, ctx, "ls /var/lib/gpuprep/jobs 2>/dev/null || true")); jobs != "" {
+	if jobs := strings.TrimSpace(MustRun(t, ctx, "cd /var/lib/gpuprep && ls job-*.json journal.json 2>/dev/null || true")); jobs != "" {
 		t.Errorf("%s: gpuprep's spool still holds jobs: %s", when, jobs)
 	}
 	if t.Failed() {
