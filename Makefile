@@ -37,13 +37,13 @@ deps:
 	bash test/install-deps.sh
 
 # test runs every test: unit tests on fixture roots and the mock GPUs, the
-# hwloc cross-checks, and the end-to-end tests against a real Slurm. About
-# 17-22 minutes on 2 idle cores (the end-to-end tests most of it; fixture roots
-# are unpacked in /dev/shm when it is a tmpfs with 4 GiB free, else they take
-# about 20 minutes); the 60-minute limit leaves room for a slower or
-# busier machine (a clean-clone run with other test runs beside it took over
-# 30 minutes in the crash test alone), inside CI's 90.
-test: deps lint build
+# hwloc cross-checks, the end-to-end tests against a real Slurm, and the
+# scenarios on the test node VM (test/vmtest: systemd, cgroup v2, Slurm's
+# cgroup plugin; vm-image builds its image first, once per machine). Fixture
+# roots are unpacked in /dev/shm when it is a tmpfs with 4 GiB free. The
+# 60-minute limit leaves room for a slower or busier machine inside CI's 90;
+# README.md gives the times measured.
+test: deps lint build vm-image
 	$(GO) test -count=1 -timeout 60m ./...
 
 # vm-image builds the test node VM image (Debian 12, systemd, cgroup v2,
