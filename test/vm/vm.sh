@@ -15,7 +15,8 @@
 # socket), TCG (no KVM needed), a virtio disk that is a throwaway qcow2
 # overlay DIR/overlay.qcow2 over the cached raw image (never written to),
 # qemu's user network with 127.0.0.1:PORT forwarded to the VM's SSH, the
-# serial console in DIR/serial.log, the qemu monitor on DIR/monitor.sock.
+# serial console appended to DIR/serial.log, the qemu monitor on
+# DIR/monitor.sock.
 # Under TCG a boot takes a minute or two.
 #
 # Environment: GPUPREP_VM_STATE (the folder of the VM of boot/ssh/stop,
@@ -54,7 +55,7 @@ run_qemu() {
 		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" -append "$(cat "$img/cmdline")" \
 		-drive "file=$dir/overlay.qcow2,format=qcow2,if=virtio,cache=unsafe,discard=unmap" \
 		-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=n0,romfile= \
-		-serial "file:$dir/serial.log" -monitor "unix:$dir/monitor.sock,server,nowait" \
+		-chardev "file,id=serial0,path=$dir/serial.log,append=on" -serial chardev:serial0 -monitor "unix:$dir/monitor.sock,server,nowait" \
 		"$@"
 }
 

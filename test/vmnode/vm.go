@@ -42,7 +42,7 @@ type VM struct {
 	Image     Image
 	Dir       string // see Options.Dir
 	Port      int    // 127.0.0.1:Port is the VM's SSH
-	SerialLog string // the serial console (kernel, systemd), appended across reboots
+	SerialLog string // the serial console (kernel, systemd) of every boot, appended
 	// BootToSSH and BootToReady are how long Boot took from starting qemu
 	// until SSH answered, and until the system was up and the node idle.
 	BootToSSH, BootToReady time.Duration
@@ -125,7 +125,7 @@ func (v *VM) startQemu() error {
 		if err != nil {
 			return err
 		}
-		logf, err := os.OpenFile(filepath.Join(v.Dir, "qemu.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		logf, err := os.OpenFile(filepath.Join(v.Dir, "qemu.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("vmnode: %w", err)
 		}
@@ -228,7 +228,9 @@ func (v *VM) waitUp(ctx context.Context, oldBootID string) error {
 				if oldBootID == "" {
 					return nil
 				}
-				id, err := v.BootID(ctx)
+				idCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				id, err := v.BootID(idCtx)
+				cancel()
 				if err == nil && id != oldBootID {
 					return nil
 				}
@@ -286,20 +288,27 @@ func (v *VM) BootID(ctx context.Context) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// Reboot reboots the VM (qemu keeps running) and waits as Boot does: for SSH
-// with a new boot id, systemd and the node idle (slurm.conf has
-// ReturnToService=2). BootToSSH and BootToReady are those of this reboot.
+// Reboot reboots the VM as a node reboots: the guest powers off
+// (systemctl poweroff; qemu is killed after a minute) and a new qemu boots
+// the same overlay, so the disk (gpuprep's /var/lib state, installed files)
+// is kept and /run, the cgroups and the boot id are new. It waits as Boot
+// does: SSH with a new boot id, systemd, the node idle (slurm.conf has
+// ReturnToService=2). Port and QemuPID change; BootToSSH and BootToReady
+// are this boot's. (A reboot inside the guest, `systemctl reboot`, also
+// works, but qemu's warm reset with TCG made the next boot two to three
+// times slower.)
 func (v *VM) Reboot(ctx context.Context) error {
 	old, err := v.BootID(ctx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	// --no-block: the command returns before the shutdown drops the connection.
-	if _, _, err := v.Run(ctx, "systemctl reboot --no-block"); err != nil {
+	if err := v.powerOff(ctx, time.Minute); err != nil {
 		return err
 	}
-	v.stopMaster()
+	if err := v.startQemu(); err != nil {
+		return err
+	}
 	if err := v.waitUp(ctx, old); err != nil {
 		return err
 	}
@@ -312,6 +321,35 @@ func (v *VM) Reboot(ctx context.Context) error {
 	return nil
 }
 
+// powerOff runs systemctl poweroff in the guest and waits for qemu to exit;
+// after timeout qemu is killed by its pid.
+func (v *VM) powerOff(ctx context.Context, timeout time.Duration) error {
+	v.mu.Lock()
+	qemu, done := v.qemu, v.done
+	v.mu.Unlock()
+	if qemu == nil || !v.Running() {
+		v.stopMaster()
+		return nil
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	if _, _, err := v.Run(runCtx, "systemctl poweroff --no-block"); err != nil {
+		v.log.Warn("vm: poweroff", "err", err)
+	}
+	cancel()
+	v.stopMaster()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		v.log.Warn("vm: no power-off: killing qemu", "after", timeout, "pid", qemu.Process.Pid)
+		if kerr := qemu.Process.Kill(); kerr != nil && !errors.Is(kerr, os.ErrProcessDone) {
+			err = fmt.Errorf("vmnode: kill qemu: %w", kerr)
+		}
+		<-done
+	}
+	return err
+}
+
 // Close powers the VM off (systemctl poweroff, then qemu is killed by its
 // pid after 30 s), and removes the overlay and Dir (kept with
 // Options.KeepDir or GPUPREP_VM_KEEP). Calling it again does nothing.
@@ -322,27 +360,12 @@ func (v *VM) Close() error {
 		return nil
 	}
 	v.closed = true
-	qemu, done := v.qemu, v.done
 	v.mu.Unlock()
 
 	var errs []error
-	if qemu != nil && v.Running() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		if _, _, err := v.Run(ctx, "systemctl poweroff --no-block"); err != nil {
-			v.log.Warn("vm: poweroff", "err", err)
-		}
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			v.log.Warn("vm: no power-off after 30 s: killing qemu", "pid", qemu.Process.Pid)
-			if err := qemu.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				errs = append(errs, fmt.Errorf("vmnode: kill qemu: %w", err))
-			}
-			<-done
-		}
+	if err := v.powerOff(context.Background(), 30*time.Second); err != nil {
+		errs = append(errs, err)
 	}
-	v.stopMaster()
 	if v.keepDir {
 		v.log.Info("vm: kept", "dir", v.Dir)
 	} else if err := os.RemoveAll(v.Dir); err != nil {
