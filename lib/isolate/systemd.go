@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gpuprep/internal/crashpoint"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/knobval"
 )
@@ -144,6 +145,7 @@ func (h *Hierarchy) writeUnit(cg string, u UnitInfo, cpus string) error {
 }
 
 func (h *Hierarchy) setUnit(name string, cpus cpuset.Set) error {
+	crashpoint.Hit("unit-set", name)
 	if err := h.units.SetAllowedCPUs(name, cpus); err != nil {
 		return fmt.Errorf("unit %s: set AllowedCPUs=%s (runtime): %w", name, cpus, err)
 	}
