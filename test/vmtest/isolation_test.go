@@ -14,12 +14,18 @@ import (
 
 // hkConfig confines host services to one whole core per NUMA node: CPUs 0
 // and 2 in the VM (two sockets of two cores).
-const hkConfig = BaseConfig + slowNode + `
+const hkConfig = BaseConfig + slowNode + quickRelease + `
 [profiles.default]
 housekeeping_cpus = { cores_per_numa = 1 }
 `
 
 const hkCPUs = "0,2"
+
+// quickRelease counts a job whose Slurm cgroup (job_<id> under
+// slurmstepd.scope) and slurmstepd are gone as dead 10 s after its prolog
+// (built-in: 5 minutes), so that the next job after a killed epilog puts
+// the node back when it ends.
+const quickRelease = "dead_job_grace = \"10s\"\n"
 
 // slowNode gives the hooks more time than a real node's default 30 s: the
 // VM is emulated (TCG, 4 vCPUs on the host's cores), ten to twenty times
