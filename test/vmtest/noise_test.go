@@ -52,9 +52,11 @@ func TestNoisyNeighbourConfined(t *testing.T) {
 	isolated := feed("isolated")
 	t.Logf("feeder p50: noisy %.2f ms, isolated %.2f ms (%.2fx)", noisy, isolated, isolated/noisy)
 	// On 4 vCPUs emulated by 2 host cores the hog takes at least half of
-	// the feeder's CPU when it shares it: the isolated feeder must be
-	// clearly faster, not merely within noise.
-	if isolated > 0.75*noisy {
+	// the feeder's CPU when it shares it (0.25-0.5x expected on an idle
+	// host). Other test runs on the host blur it (0.74x measured with
+	// three VMs on 2 cores), so the check is only that the isolated feeder
+	// is faster beyond noise; the hog's CPUs are checked exactly above.
+	if isolated > 0.9*noisy {
 		t.Errorf("feeder p50 isolated %.2f ms vs noisy %.2f ms: confining the hog did not give the feeder its CPU back", isolated, noisy)
 	}
 	free(t, ctx, "hog.service", "after the isolated feeder's epilog")
