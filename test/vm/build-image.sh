@@ -33,6 +33,9 @@ umask 022
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 files=$here/files/rootfs
+initramfs_init=$here/files/initramfs/init
+# Modules the VM's own initramfs loads (with their dependencies).
+initrd_modules=(virtio_pci virtio_blk virtio_net crc32c_generic ext4)
 cache=${GPUPREP_VM_CACHE:-/var/cache/gpuprep-vm}
 suite=bookworm
 image_size=4G
@@ -42,7 +45,7 @@ packages=(
 	linux-image-amd64 initramfs-tools kmod e2fsprogs
 	openssh-server iproute2 procps util-linux less jq
 	munge slurmd slurmctld slurm-client
-	hwloc python3
+	hwloc python3 busybox-static
 )
 kernel_cmdline="console=ttyS0,115200 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 systemd.firstboot=off panic=-1 mitigations=off tsc=reliable net.ifnames=0"
 
@@ -72,7 +75,7 @@ security=${mirror%/debian}/debian-security
 key=$(
 	{
 		sha256sum <"$here/build-image.sh"
-		(cd "$files" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		(cd "$here/files" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
 		echo "$mirror $suite"
 	} | sha256sum | cut -c1-16
 )
@@ -221,10 +224,24 @@ kver=$(cd "$root/boot" && ls vmlinuz-* | sed 's/^vmlinuz-//' | sort -V | tail -n
 [ -n "$kver" ] && [ -f "$root/boot/initrd.img-$kver" ] || die "no kernel or initrd in the image"
 slurm_version=$(chroot "$root" dpkg-query -W -f='${Version}' slurmd)
 systemd_version=$(chroot "$root" dpkg-query -W -f='${Version}' systemd)
+
+# The VM's initramfs: files/initramfs/init, busybox and the modules to mount
+# /dev/vda, uncompressed (nothing to inflate under TCG).
+ird=$root/tmp/gpuprep-initrd
+mkdir -p "$ird/bin" "$ird/dev" "$ird/proc" "$ird/sys" "$ird/root"
+install -m 0755 "$root/bin/busybox" "$ird/bin/busybox"
+install -m 0755 "$initramfs_init" "$ird/init"
+mknod -m 0600 "$ird/dev/console" c 5 1
+chroot "$root" modprobe -S "$kver" --show-depends -a "${initrd_modules[@]}" |
+	awk '$1 == "insmod" && !seen[$2]++ { print $2 }' >"$ird/modules"
+[ -s "$ird/modules" ] || die "modprobe --show-depends listed no module"
+while read -r m; do install -D -m 0644 "$root$m" "$ird$m"; done <"$ird/modules"
+chroot "$root" sh -c 'cd /tmp/gpuprep-initrd && find . | LC_ALL=C sort | cpio -o -H newc --quiet' >"$out/initrd.img"
+rm -rf "$ird"
+
 unmount_all
 rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/"*.bin "$root/var/log/"*.log "$root/var/log/apt"/*
 cp "$root/boot/vmlinuz-$kver" "$out/vmlinuz"
-cp "$root/boot/initrd.img-$kver" "$out/initrd.img"
 
 say "mkfs.ext4 ($image_size, sparse)"
 truncate -s "$image_size" "$out/rootfs.img"
