@@ -278,5 +278,6 @@ for old in "$cache"/*; do
 	fi
 	rm -rf --one-file-system "$old"
 done
+rm -f "$cache/last-failed-build.log"
 say "built $final in ${secs} s (kernel $kver, slurm $slurm_version, systemd $systemd_version)"
 echo "$final"
