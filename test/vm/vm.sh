@@ -4,6 +4,8 @@
 #   test/vm/vm.sh boot        build the image if needed, boot a VM in the
 #                             background, wait for SSH, print how to log in
 #   test/vm/vm.sh ssh [CMD]   log in (or run CMD) as root
+#   test/vm/vm.sh install     install this checkout's gpuprep in it as an
+#                             admin would (make install, copied in)
 #   test/vm/vm.sh stop        power it off and delete its overlay
 #   test/vm/vm.sh status      say whether it runs, and where
 #   test/vm/vm.sh qemu IMAGE DIR PORT [-daemonize]
@@ -127,10 +129,32 @@ boot() {
 	echo
 	echo "Log in:   ssh -p $port -i $state/id_ed25519 root@127.0.0.1"
 	echo "          (or: $0 ssh)"
-	echo "Install gpuprep in it (from the repository, after make build):"
-	echo "          make install DESTDIR=/tmp/gpuprep-stage PREFIX=/usr/local &&"
-	echo "          tar -C /tmp/gpuprep-stage -cf - . | $0 ssh 'tar -xf - -C / --no-overwrite-dir && systemd-tmpfiles --create /etc/tmpfiles.d/gpuprep.conf'"
+	echo "Install:  $0 install   (this checkout's gpuprep: make install, copied in)"
 	echo "Stop:     $0 stop"
+}
+
+# install: make install into a staging folder, copy it into the VM, create
+# gpuprep's run folder (tmpfiles.d). The Prolog=/Epilog= of the VM's
+# slurm.conf are then gpuprep's; slurmd runs them anew for each job.
+install_gpuprep() {
+	running || die "not running (test/vm/vm.sh boot)"
+	local repo stage
+	repo=$(cd "$here/../.." && pwd)
+	stage=$(mktemp -d)
+	# shellcheck disable=SC2064
+	trap "rm -rf '$stage'" EXIT
+	chmod 0755 "$stage"
+	make -C "$repo" install DESTDIR="$stage" PREFIX=/usr/local >&2
+	# shellcheck disable=SC2046
+	tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf - . |
+		ssh $(ssh_opts) root@127.0.0.1 'tar -xzf - -C / --no-overwrite-dir && systemd-tmpfiles --create /etc/tmpfiles.d/gpuprep.conf'
+	say "installed /usr/local/sbin/gpuprep-prolog, -epilog, -gres and /usr/local/bin/srunwrap"
+	# shellcheck disable=SC2046
+	if ssh $(ssh_opts) root@127.0.0.1 test -e /etc/gpuprep/gpuprep.toml; then
+		say "configuration: /etc/gpuprep/gpuprep.toml"
+	else
+		say "no /etc/gpuprep/gpuprep.toml: the built-in configuration is in force (example: /etc/gpuprep/gpuprep.toml.example)"
+	fi
 }
 
 stop() {
@@ -167,6 +191,7 @@ ssh)
 	exec ssh $(ssh_opts) root@127.0.0.1 "$@"
 	;;
 stop) stop ;;
+install) install_gpuprep ;;
 status)
 	if running; then
 		echo "running: pid $(cat "$state/qemu.pid"), ssh -p $(cat "$state/port") -i $state/id_ed25519 root@127.0.0.1"
