@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 )
 
 // WriteFile writes a kernel file and reads it back. A kernel attribute may

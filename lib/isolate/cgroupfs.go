@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/crashpoint"
 )
 
 // cpusFile is a cgroup's CPU limit, in both versions.

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/crashpoint"
 	"gpuprep/lib/knobval"
 )
 

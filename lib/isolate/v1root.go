@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 )
 
 // On cgroup v1 systemd does not manage the cpuset hierarchy: host processes

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 	"gpuprep/lib/host"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 )
 
 // tmpMu serialises atomic writes within this process, so two goroutines

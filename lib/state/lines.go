@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 )
 
 // AppendLine appends line and "\n" to the spool file name (created 0600),

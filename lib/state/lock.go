@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 )
 
 // Lock takes the spool's exclusive lock: flock on "<dir>/lock" (created 0600,

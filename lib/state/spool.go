@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/internal/crashpoint"
+	"gpuprep/lib/crashpoint"
 )
 
 // LockName is the lock file inside the spool; it is reserved: no data file

@@ -7,7 +7,7 @@ package e2e
 // TestCrashStepKill (crashstep_test.go) kills right before each change a
 // hook makes, every one, in every scenario: the hooks built with
 // -tags gpuprep_crashpoints kill themselves at the N-th change
-// (internal/crashpoint). TestCrashSyscallKill kills the programs as the
+// (lib/crashpoint). TestCrashSyscallKill kills the programs as the
 // other tests run them (no crash points) at a seeded sample of system
 // calls, injected by strace from outside (nothing in gpuprep knows it is
 // being tested). TestCrashTimedKill kills at seeded random moments.

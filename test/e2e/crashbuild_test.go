@@ -13,7 +13,7 @@ import (
 
 // A production build (no -tags gpuprep_crashpoints, as make build and make
 // install make them) holds no crash point: no symbol of
-// internal/crashpoint (its Hit calls compiled to nothing) and no
+// lib/crashpoint (its Hit calls compiled to nothing) and no
 // GPUPREP_CRASH_* variable name, so no environment can make it kill
 // itself. The crashpoints build of the hooks holds both, which shows the
 // check can fail.
@@ -47,7 +47,7 @@ func TestCrashpointsNotInProductionBuild(t *testing.T) {
 			t.Fatalf("go tool nm %s: only %d bytes of symbols", path, len(syms))
 		}
 		hasEnv := bytes.Contains(b, []byte("GPUPREP_CRASH_"))
-		hasSym := strings.Contains(string(syms), "gpuprep/internal/crashpoint.")
+		hasSym := strings.Contains(string(syms), "gpuprep/lib/crashpoint.")
 		if hasEnv != want || hasSym != want {
 			t.Errorf("%s: holds GPUPREP_CRASH_: %v, crashpoint symbols: %v; want %v", path, hasEnv, hasSym, want)
 		}

@@ -2,7 +2,7 @@ package e2e
 
 // TestCrashStepKill: the hook killed (SIGKILL) right before each change it
 // makes, one run per change, every change of each scenario. The hooks are
-// built with -tags gpuprep_crashpoints, in which internal/crashpoint counts
+// built with -tags gpuprep_crashpoints, in which lib/crashpoint counts
 // the changes (knob writes, the spool's creates, writes, renames, unlinks
 // and appends, /run/gpuprep's folders and files, cgroup sets) and
 // GPUPREP_CRASH_AT=N makes the process send itself SIGKILL at the N-th.
@@ -161,7 +161,7 @@ func againAt(m int) againKiller {
 const crashTwice = 8
 
 // crashOpsRequired are the kinds of change the scenarios' hooks make (the
-// op of internal/crashpoint's Hit): knob writes, the spool's atomic
+// op of lib/crashpoint's Hit): knob writes, the spool's atomic
 // replacements (create, write, rename), removals and lock, and the node
 // description's and the job notices' in /run/gpuprep.
 var crashOpsRequired = []string{"write", "spool-create", "spool-write", "spool-rename", "spool-unlink", "spool-lock",
