@@ -107,7 +107,7 @@ func Boot(ctx context.Context, img Image, opts Options) (*VM, error) {
 	}
 	v.BootToSSH = time.Since(start)
 	v.log.Info("vm: SSH up", "after", v.BootToSSH.Round(time.Second))
-	if err := v.waitReady(ctx); err != nil {
+	if err := v.waitReady(ctx, false); err != nil {
 		v.Close()
 		return nil, err
 	}
@@ -263,7 +263,10 @@ func sshBanner(port int) bool {
 
 // waitReady waits for `systemctl is-system-running --wait` and for the node
 // to be idle in sinfo.
-func (v *VM) waitReady(ctx context.Context) error {
+// After a reboot (rebooted true) the node need only be back in Slurm:
+// slurmctld, rebooted too, may have restored a job that ran on it (mixed,
+// allocated) or set it down, which the test then deals with.
+func (v *VM) waitReady(ctx context.Context, rebooted bool) error {
 	out, _, err := v.Run(ctx, "systemctl is-system-running --wait")
 	state := strings.TrimSpace(out)
 	v.FailedUnits = nil
@@ -276,7 +279,11 @@ func (v *VM) waitReady(ctx context.Context) error {
 	default:
 		return fmt.Errorf("vmnode: system is %q (%v)\nserial console:\n%s", state, err, v.SerialTail(30))
 	}
-	if _, _, err := v.WaitNodeState(ctx, "idle"); err != nil {
+	states := []string{"idle"}
+	if rebooted {
+		states = append(states, "mixed", "allocated", "down", "drained", "draining", "completing")
+	}
+	if _, _, err := v.WaitNodeState(ctx, states...); err != nil {
 		return fmt.Errorf("%w\n%s", err, v.Diagnostics(ctx))
 	}
 	return nil
@@ -313,7 +320,7 @@ func (v *VM) Reboot(ctx context.Context) error {
 		return err
 	}
 	v.BootToSSH = time.Since(start)
-	if err := v.waitReady(ctx); err != nil {
+	if err := v.waitReady(ctx, true); err != nil {
 		return err
 	}
 	v.BootToReady = time.Since(start)
