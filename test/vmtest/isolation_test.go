@@ -315,11 +315,20 @@ func TestIsolationSurvivesCrashes(t *testing.T) {
 		if st, err := node.JobState(ctx, id); err == nil {
 			t.Logf("job %d is %s after the reboot", id, st)
 		}
+		// slurmctld, rebooted too, may have restored the job as running:
+		// cancel it and let its (new boot's) epilog run.
 		node.Cancel(ctx, id)
-		if _, _, err := node.WaitNodeState(Ctx(t, 2*time.Minute), "idle"); err != nil {
+		if _, err := node.WaitJobEnd(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if st, reason, _ := node.NodeState(ctx); strings.Contains(st, "drain") || st == "down" {
+			t.Logf("node %s (%s) after the reboot; resuming", st, reason)
 			if err := node.Resume(ctx); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if _, _, err := node.WaitNodeState(ctx, "idle"); err != nil {
+			t.Fatal(err)
 		}
 		shortJob(t, ctx)
 		baselineOK(t, ctx, before, "a job after the reboot")
