@@ -51,13 +51,13 @@ func TestNoisyNeighbourConfined(t *testing.T) {
 	SetConfig(t, BaseConfig+slowNode+"\n[profiles.default]\nhousekeeping_cpus = \"0\"\n")
 	isolated := feed("isolated")
 	t.Logf("feeder p50: noisy %.2f ms, isolated %.2f ms (%.2fx)", noisy, isolated, isolated/noisy)
-	// On 4 vCPUs emulated by 2 host cores the hog takes at least half of
-	// the feeder's CPU when it shares it (0.25-0.5x expected on an idle
-	// host). Other test runs on the host blur it (0.74x measured with
-	// three VMs on 2 cores), so the check is only that the isolated feeder
-	// is faster beyond noise; the hog's CPUs are checked exactly above.
-	if isolated > 0.9*noisy {
-		t.Errorf("feeder p50 isolated %.2f ms vs noisy %.2f ms: confining the hog did not give the feeder its CPU back", isolated, noisy)
+	// The step times are logged, not judged: under TCG the vCPUs are host
+	// threads the host schedules as it likes, and the ratio came out
+	// 0.74-0.87x in two runs, too close to noise for a pass/fail line.
+	// What the test asserts is where the hog may run, exactly, above and
+	// below. bench-noise on a real node judges the times.
+	if _, _, err := node.WaitNodeState(ctx, "idle"); err != nil { // the srun job's epilog ran
+		t.Fatal(err)
 	}
 	free(t, ctx, "hog.service", "after the isolated feeder's epilog")
 }
