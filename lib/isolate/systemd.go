@@ -152,13 +152,15 @@ func (h *Hierarchy) setUnit(name string, cpus cpuset.Set) error {
 	return nil
 }
 
-// settled reads cg's cpuset.cpus until it holds want, for at most settle:
-// systemd writes it after answering.
+// settled reads cg's cpuset.cpus until it holds want, for at most settle,
+// when systemd set it (systemd writes it after answering); a cgroup written
+// directly is read once.
 func (h *Hierarchy) settled(cg, want string) (string, error) {
 	stop := time.Now().Add(settle)
+	_, viaSystemd, _ := h.unitOf(cg) // cached; a direct write is in force at once
 	for {
 		got, err := h.ReadCPUs(cg)
-		if err != nil || got == want || time.Now().After(stop) {
+		if err != nil || got == want || !viaSystemd || time.Now().After(stop) {
 			return got, err
 		}
 		time.Sleep(10 * time.Millisecond)
