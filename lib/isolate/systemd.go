@@ -185,6 +185,7 @@ func (h *Hierarchy) releaseDropIns(cgs []string) {
 		}
 		ok := true
 		for _, p := range runtimeDropIns(name) {
+			crashpoint.Hit("unit-dropin-remove", h.root.Path(p))
 			err := os.Remove(h.root.Path(p))
 			switch {
 			case err == nil:
@@ -196,6 +197,7 @@ func (h *Hierarchy) releaseDropIns(cgs []string) {
 			}
 		}
 		if ok {
+			crashpoint.Hit("unit-unmark", h.markPath(name))
 			if err := os.Remove(h.markPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				h.warn("mark not removed", "unit", name, "err", err)
 			}
@@ -242,6 +244,7 @@ func (h *Hierarchy) markIfNew(unit string) error {
 	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("unit %s: mark: %s is not a folder", unit, dir)
 	}
+	crashpoint.Hit("unit-mark", h.markPath(unit))
 	fd, err := unix.Open(h.markPath(unit), unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("unit %s: mark %s: %w", unit, h.markPath(unit), err)

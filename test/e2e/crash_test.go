@@ -34,6 +34,8 @@ import (
 
 	"gpuprep/internal/knobsnap"
 	"gpuprep/internal/testroot"
+
+	"golang.org/x/sys/unix"
 )
 
 // crashConfig is hookConfig plus every GPU setting, and the liveness keys
@@ -937,27 +939,16 @@ func TestCrashSyscallKill(t *testing.T) {
 	seed := crashSeedNow(t)
 	scs := crashScenarios()
 	nodes := min(len(scs), max(2, runtime.GOMAXPROCS(0)))
-	cpus := allowedCPUs()
 	start := time.Now()
 	stats := make([]*crashStats, len(scs))
-	t.Run("nodes", func(t *testing.T) {
-		for i := 0; i < nodes; i++ {
-			t.Run(fmt.Sprintf("node%d", i), func(t *testing.T) {
-				t.Parallel()
-				cpu := -1
-				if len(cpus) > 0 {
-					cpu = cpus[i%len(cpus)]
-				}
-				n := newCrashNode(t, cpu)
-				for k := i; k < len(scs); k += nodes {
-					sc := scs[k]
-					t.Run(strings.ReplaceAll(sc.String(), "/", "_"), func(t *testing.T) {
-						rng := rand.New(rand.NewSource(seed + int64(k)))
-						stats[k] = n.runScenario(t, strace, sc, k, len(scs), rng)
-					})
-					n.t = t
-				}
+	onCrashNodes(t, nodes, func(t *testing.T, i int, n *crashNode) {
+		for k := i; k < len(scs); k += nodes {
+			sc := scs[k]
+			t.Run(strings.ReplaceAll(sc.String(), "/", "_"), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(seed + int64(k)))
+				stats[k] = n.runScenario(t, strace, sc, k, len(scs), rng)
 			})
+			n.t = t
 		}
 	})
 	killed, tried := 0, 0
@@ -981,36 +972,39 @@ func TestCrashSyscallKill(t *testing.T) {
 	t.Logf("%d of %d kill points (seed %d) killed the hook, on %d nodes, in %v", killed, tried, seed, nodes, time.Since(start).Round(time.Second))
 }
 
-// allowedCPUs are the CPUs this test may run on (Cpus_allowed_list in
-// /proc/self/status), or none when that cannot be read.
+// allowedCPUs are the CPUs this test may run on (sched_getaffinity), or
+// none when that cannot be read.
 func allowedCPUs() []int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil
 	}
 	var cpus []int
-	for _, line := range strings.Split(string(b), "\n") {
-		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
-		if !ok {
-			continue
-		}
-		for _, r := range strings.Split(strings.TrimSpace(list), ",") {
-			lo, hi, isRange := strings.Cut(r, "-")
-			a, err1 := strconv.Atoi(lo)
-			b := a
-			var err2 error
-			if isRange {
-				b, err2 = strconv.Atoi(hi)
-			}
-			if err1 != nil || err2 != nil {
-				return nil
-			}
-			for c := a; c <= b; c++ {
-				cpus = append(cpus, c)
-			}
+	for c := 0; c < len(set)*64 && len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
 		}
 	}
 	return cpus
+}
+
+// onCrashNodes runs work on nodes simulated nodes in parallel (subtests
+// nodes/node<i>), node i pinned to one of the CPUs this test may use (the
+// i-th, round robin), so that the nodes' hooks do not slow each other.
+func onCrashNodes(t *testing.T, nodes int, work func(t *testing.T, i int, n *crashNode)) {
+	cpus := allowedCPUs()
+	t.Run("nodes", func(t *testing.T) {
+		for i := range nodes {
+			t.Run(fmt.Sprintf("node%d", i), func(t *testing.T) {
+				t.Parallel()
+				cpu := -1
+				if len(cpus) > 0 {
+					cpu = cpus[i%len(cpus)]
+				}
+				work(t, i, newCrashNode(t, cpu))
+			})
+		}
+	})
 }
 
 // runScenario counts the scenario's calls (sc is scenario i of nsc), then

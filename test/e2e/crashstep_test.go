@@ -211,7 +211,6 @@ func TestCrashStepKill(t *testing.T) {
 	seed := crashSeedNow(t)
 	scs := crashScenarios()
 	nodes := min(len(scs), max(2, runtime.GOMAXPROCS(0)))
-	cpus := allowedCPUs()
 	start := time.Now()
 
 	var mu sync.Mutex
@@ -235,70 +234,60 @@ func TestCrashStepKill(t *testing.T) {
 		}
 		return p, -1, false
 	}
-	t.Run("nodes", func(t *testing.T) {
-		for i := range nodes {
-			t.Run(fmt.Sprintf("node%d", i), func(t *testing.T) {
-				t.Parallel()
-				cpu := -1
-				if len(cpus) > 0 {
-					cpu = cpus[i%len(cpus)]
+	onCrashNodes(t, nodes, func(t *testing.T, _ int, n *crashNode) {
+		for {
+			p, sc, ok := take()
+			if !ok {
+				return
+			}
+			if sc >= 0 {
+				steps := n.countSteps(t, scs[sc])
+				if len(steps) == 0 {
+					t.Errorf("%s: the hook made no change", scs[sc])
 				}
-				n := newCrashNode(t, cpu)
-				for {
-					p, sc, ok := take()
-					if !ok {
-						return
-					}
-					if sc >= 0 {
-						steps := n.countSteps(t, scs[sc])
-						if len(steps) == 0 {
-							t.Errorf("%s: the hook made no change", scs[sc])
-						}
-						mu.Lock()
-						counts[sc] = len(steps)
-						for _, st := range steps {
-							ops[sc] = append(ops[sc], st.op)
-						}
-						stats[sc] = newCrashStats()
-						for k := 1; k <= len(steps)+1; k++ {
-							if k%stride == 1%stride || k == len(steps)+1 {
-								queue = append(queue, stepPoint{sc, k, 0, steps})
-							}
-						}
-						rng := rand.New(rand.NewSource(seed + int64(sc)))
-						for range min(twice, len(steps)) {
-							k := 1 + rng.Intn(len(steps))
-							queue = append(queue, stepPoint{sc, k, 1 + rng.Intn(k+3), steps})
-						}
-						mu.Unlock()
-						continue
-					}
-					s := scs[p.sc]
-					set, where := "after-last", fmt.Sprintf("killed after the last step (%d)", len(p.steps))
-					if p.k <= len(p.steps) {
-						st := p.steps[p.k-1]
-						set, where = st.op, "killed before "+st.String()
-					}
-					if p.again == 0 {
-						r := n.runPoint(t, s, s.follow(p.k), stepKill(s, p.k, len(p.steps)))
-						mu.Lock()
-						stats[p.sc].add(set, r, where)
-						mu.Unlock()
-						continue
-					}
-					// The other follow-up than the single kill's at
-					// step k: each step's two meet the second kill.
-					r := n.runPointTwice(t, s, s.follow(p.k+1), stepKill(s, p.k, len(p.steps)), againAt(p.again))
-					set = "twice"
-					where += fmt.Sprintf(", then the next hook before its step %d", p.again)
-					if !r.killedAgain {
-						set, where = "twice (2nd not reached)", where+" (it made fewer changes)"
-					}
-					mu.Lock()
-					stats[p.sc].add(set, r, where)
-					mu.Unlock()
+				mu.Lock()
+				counts[sc] = len(steps)
+				for _, st := range steps {
+					ops[sc] = append(ops[sc], st.op)
 				}
-			})
+				stats[sc] = newCrashStats()
+				for k := 1; k <= len(steps)+1; k++ {
+					if k%stride == 1%stride || k == len(steps)+1 {
+						queue = append(queue, stepPoint{sc, k, 0, steps})
+					}
+				}
+				rng := rand.New(rand.NewSource(seed + int64(sc)))
+				for range min(twice, len(steps)) {
+					k := 1 + rng.Intn(len(steps))
+					queue = append(queue, stepPoint{sc, k, 1 + rng.Intn(k+3), steps})
+				}
+				mu.Unlock()
+				continue
+			}
+			s := scs[p.sc]
+			set, where := "after-last", fmt.Sprintf("killed after the last step (%d)", len(p.steps))
+			if p.k <= len(p.steps) {
+				st := p.steps[p.k-1]
+				set, where = st.op, "killed before "+st.String()
+			}
+			if p.again == 0 {
+				r := n.runPoint(t, s, s.follow(p.k), stepKill(s, p.k, len(p.steps)))
+				mu.Lock()
+				stats[p.sc].add(set, r, where)
+				mu.Unlock()
+				continue
+			}
+			// The other follow-up than the single kill's at
+			// step k: each step's two meet the second kill.
+			r := n.runPointTwice(t, s, s.follow(p.k+1), stepKill(s, p.k, len(p.steps)), againAt(p.again))
+			set = "twice"
+			where += fmt.Sprintf(", then the next hook before its step %d", p.again)
+			if !r.killedAgain {
+				set, where = "twice (2nd not reached)", where+" (it made fewer changes)"
+			}
+			mu.Lock()
+			stats[p.sc].add(set, r, where)
+			mu.Unlock()
 		}
 	})
 	changes, killed, tried, twiceKilled := 0, 0, 0, 0

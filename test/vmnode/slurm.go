@@ -53,12 +53,15 @@ func (v *VM) Srun(ctx context.Context, user string, args ...string) (stdout, std
 
 // Job is `scontrol show job -o ID` as a map (JobState, Reason, NodeList, ...).
 func (v *VM) Job(ctx context.Context, id int) (map[string]string, error) {
-	out, _, err := v.Run(ctx, "scontrol show job -o "+strconv.Itoa(id))
+	out, _, err := v.Run(ctx, jobCmd(id))
 	if err != nil {
 		return nil, err
 	}
 	return ParseScontrol(out), nil
 }
+
+// jobCmd prints the job as one line of Key=Value fields.
+func jobCmd(id int) string { return "scontrol show job -o " + strconv.Itoa(id) }
 
 // ParseScontrol splits one line of `scontrol show ... -o` into its
 // Key=Value fields; a word without "=" belongs to the value before it.
@@ -89,12 +92,31 @@ func (v *VM) JobState(ctx context.Context, id int) (string, error) {
 	return j["JobState"], nil
 }
 
+// probeJobState is JobState as one attempt of a polling loop (probeTimeout).
+func (v *VM) probeJobState(ctx context.Context, id int) (string, error) {
+	out, err := v.probe(ctx, jobCmd(id))
+	if err != nil {
+		return "", err
+	}
+	return ParseScontrol(out)["JobState"], nil
+}
+
+// probeNodeState is NodeState as one attempt of a polling loop.
+func (v *VM) probeNodeState(ctx context.Context) (state, reason string, err error) {
+	out, err := v.probe(ctx, nodeStateCmd)
+	if err != nil {
+		return "", "", err
+	}
+	state, reason, _ = strings.Cut(strings.TrimSpace(out), "|")
+	return state, reason, nil
+}
+
 // WaitJobState polls (every half second) until the job is in one of states
 // and returns that state; a job that ends in another state is an error.
 func (v *VM) WaitJobState(ctx context.Context, id int, states ...string) (string, error) {
 	var last string
 	for {
-		st, err := v.JobState(ctx, id)
+		st, err := v.probeJobState(ctx, id)
 		if err == nil {
 			last = st
 			if slices.Contains(states, st) {
@@ -124,10 +146,10 @@ func (v *VM) WaitJobRunning(ctx context.Context, id int) (string, error) {
 	cmd := fmt.Sprintf("cat /sys/fs/cgroup/*/*slurmstepd.scope/job_%[1]d/step_batch/user/task_*/cgroup.procs"+
 		" /sys/fs/cgroup/*slurmstepd.scope/job_%[1]d/step_batch/user/task_*/cgroup.procs 2>/dev/null | grep -q .", id)
 	for {
-		if _, _, err := v.Run(ctx, cmd); err == nil {
+		if _, err := v.probe(ctx, cmd); err == nil {
 			return v.JobCgroup(ctx, id)
 		}
-		if st, err := v.JobState(ctx, id); err == nil && st != "RUNNING" {
+		if st, err := v.probeJobState(ctx, id); err == nil && st != "RUNNING" {
 			return "", fmt.Errorf("vmnode: job %d is %s, waited for it to run", id, st)
 		}
 		select {
@@ -156,10 +178,13 @@ func (v *VM) Cancel(ctx context.Context, id int) error {
 	return err
 }
 
+// nodeStateCmd prints the node's state and reason as "state|reason".
+const nodeStateCmd = "sinfo -h -n " + NodeName + " -o '%T|%E'"
+
 // NodeState is the node's sinfo state (%T: idle, mixed, allocated,
 // drained, ...) and reason (%E).
 func (v *VM) NodeState(ctx context.Context) (state, reason string, err error) {
-	out, _, err := v.Run(ctx, "sinfo -h -n "+NodeName+" -o '%T|%E'")
+	out, _, err := v.Run(ctx, nodeStateCmd)
 	if err != nil {
 		return "", "", err
 	}
@@ -170,7 +195,7 @@ func (v *VM) NodeState(ctx context.Context) (state, reason string, err error) {
 // WaitNodeState polls (every second) until the node is in one of states.
 func (v *VM) WaitNodeState(ctx context.Context, states ...string) (state, reason string, err error) {
 	for {
-		state, reason, err = v.NodeState(ctx)
+		state, reason, err = v.probeNodeState(ctx)
 		if err == nil && slices.Contains(states, state) {
 			return state, reason, nil
 		}

@@ -207,11 +207,33 @@ func (v *VM) Exists(ctx context.Context, path string) (bool, error) {
 	return strings.TrimSpace(out) == "yes", nil
 }
 
-// WaitUntil runs cmd every interval until it exits 0 and returns its
-// output, or ctx's error with cmd's last error.
+// probeTimeout bounds one attempt of a polling loop (sinfo, scontrol, a
+// test of a file): each answers within seconds even under TCG on a busy host.
+const probeTimeout = 45 * time.Second
+
+// probe runs cmd as one attempt of a polling loop, under probeTimeout. An
+// attempt that hangs (seen once in CI after a reboot: one sinfo on the shared
+// connection never returned, and the loop waited 18 minutes on it) is
+// killed, logged, and the shared connection is opened anew, so the next
+// attempt does not wait on the same stuck connection.
+func (v *VM) probe(ctx context.Context, cmd string) (string, error) {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	out, _, err := v.Run(pctx, cmd)
+	if err != nil && ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		v.log.Warn("vm: a probe hung; reopening the shared SSH connection", "cmd", short(cmd), "after", probeTimeout)
+		if merr := v.startMaster(ctx); merr != nil {
+			v.log.Warn("vm: shared SSH connection", "err", merr)
+		}
+	}
+	return out, err
+}
+
+// WaitUntil runs cmd every interval (each attempt under probeTimeout) until
+// it exits 0 and returns its output, or ctx's error with cmd's last error.
 func (v *VM) WaitUntil(ctx context.Context, interval time.Duration, cmd string) (string, error) {
 	for {
-		out, _, err := v.Run(ctx, cmd)
+		out, err := v.probe(ctx, cmd)
 		if err == nil {
 			return out, nil
 		}
