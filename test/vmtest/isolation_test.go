@@ -35,10 +35,13 @@ const quickRelease = "dead_job_grace = \"10s\"\n"
 const slowNode = "deadline = \"180s\"\n"
 
 // hogUnit spins four shells: one per CPU of the VM when nothing confines it.
+// Enabled, it starts at boot (the reboot scenario).
 const hogUnit = `[Unit]
 Description=gpuprep test: a CPU hog
 [Service]
 ExecStart=/bin/sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; wait'
+[Install]
+WantedBy=multi-user.target
 `
 
 const sleeperUnit = `[Service]
@@ -60,7 +63,7 @@ func addUnit(t *testing.T, ctx context.Context, name, text string, start bool) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		node.Run(ctx, fmt.Sprintf("systemctl stop %[1]s; systemctl revert %[1]s; rm -f /etc/systemd/system/%[1]s; systemctl daemon-reload", name))
+		node.Run(ctx, fmt.Sprintf("systemctl disable --now %[1]s; systemctl revert %[1]s; rm -f /etc/systemd/system/%[1]s; systemctl daemon-reload", name))
 	})
 }
 
@@ -74,7 +77,11 @@ type unitState struct {
 
 func readUnit(t *testing.T, ctx context.Context, unit string) unitState {
 	t.Helper()
-	out := MustRun(t, ctx, fmt.Sprintf(`u=%s; cg=/sys/fs/cgroup$(systemctl show -p ControlGroup --value $u)
+	// A unit that does not run has no ControlGroup: that is an error here,
+	// not the root cgroup's processes.
+	out := MustRun(t, ctx, fmt.Sprintf(`u=%s; cg=$(systemctl show -p ControlGroup --value $u)
+[ -n "$cg" ] || { echo "$u does not run ($(systemctl is-active $u)): it has no cgroup" >&2; exit 1; }
+cg=/sys/fs/cgroup$cg
 echo "allowed=$(systemctl show -p AllowedCPUs --value $u)"
 echo "effective=$(cat $cg/cpuset.cpus.effective)"
 for p in $(cat $cg/cgroup.procs); do echo "proc=$(awk '/^Cpus_allowed_list/{print $2}' /proc/$p/status 2>/dev/null)"; done`, unit))
@@ -330,6 +337,8 @@ func TestIsolationSurvivesCrashes(t *testing.T) {
 		if _, _, err := node.WaitNodeState(ctx, "idle"); err != nil {
 			t.Fatal(err)
 		}
+		// A new boot: the hog started again (enabled), on every CPU.
+		free(t, ctx, "hog.service", "after the reboot")
 		shortJob(t, ctx)
 		baselineOK(t, ctx, before, "a job after the reboot")
 	})
