@@ -18,8 +18,13 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Version is set at build time with -ldflags "-X gpuprep/lib/cmdenv.Version=...".
-var Version = "dev"
+// Version is the release (semantic version) and Commit the git commit the
+// programs were built from, set at build time with -ldflags
+// "-X gpuprep/lib/cmdenv.Version=... -X gpuprep/lib/cmdenv.Commit=...".
+var (
+	Version = "dev"
+	Commit  = ""
+)
 
 // Exit codes shared by the programs.
 const (
