@@ -3,7 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"log/syslog"
 	"os"
@@ -47,32 +50,55 @@ type Logs struct {
 // else may go there). Syslog gets each record at the priority of its level
 // (debug LOG_DEBUG, info LOG_INFO, warn LOG_WARNING, error LOG_ERR) and
 // without a time= field (syslog stamps it). Sinks that cannot be opened are
-// skipped.
+// skipped; a log file that cannot be opened is one warning on the sinks
+// left (syslog, stderr), naming the file and the error.
 func SinkLogger(prog, logFile string, level slog.Level, quietStderr, noSyslog bool, stderr io.Writer) Logs {
 	var daemon []slog.Handler
 	var closers []func()
 	opts := &slog.HandlerOptions{Level: level}
+	var fileErr error
 	if logFile != "" {
-		if f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640); err == nil {
+		f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err == nil {
 			daemon = append(daemon, slog.NewTextHandler(f, opts).WithAttrs([]slog.Attr{slog.String("prog", prog)}))
 			closers = append(closers, func() { f.Close() })
+		} else {
+			fileErr = err
 		}
 	}
+	var left []string // the sinks logging goes to instead of the file
 	if !noSyslog {
 		if w, err := openSyslog(prog); err == nil {
 			daemon = append(daemon, newSyslogHandler(w, level))
 			closers = append(closers, func() { w.Close() })
+			left = append(left, "syslog")
 		}
 	}
 	all := daemon
 	if !quietStderr {
 		all = append(append([]slog.Handler{}, daemon...), slog.NewTextHandler(stderr, opts))
+		left = append(left, "stderr")
 	}
-	return Logs{Log: slog.New(fanout(all)), Daemon: slog.New(fanout(daemon)), Close: func() {
+	logs := Logs{Log: slog.New(fanout(all)), Daemon: slog.New(fanout(daemon)), Close: func() {
 		for _, c := range closers {
 			c()
 		}
 	}}
+	if fileErr != nil {
+		logs.Log.Warn(logFileWarning(logFile, fileErr, left))
+	}
+	return logs
+}
+
+// logFileWarning is the one line saying that the log file (general.log_file)
+// cannot be opened, why (the error without the path it repeats), and where
+// the log goes instead.
+func logFileWarning(logFile string, err error, left []string) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Sprintf("log file %s (general.log_file) cannot be opened: %v; logging to %s only", logFile, err, strings.Join(left, " and "))
 }
 
 // syslogHandler formats a record as the text handler does, less its time,

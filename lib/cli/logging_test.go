@@ -90,6 +90,34 @@ func TestSinkLoggerSinks(t *testing.T) {
 	}
 }
 
+// A log file that cannot be opened is one warning, on syslog and stderr,
+// naming the file and the error; the run logs on to those. Under slurmd
+// (quiet stderr) the warning goes to syslog alone.
+func TestLogFileCannotBeOpened(t *testing.T) {
+	fake := withFakeSyslog(t)
+	file := filepath.Join(t.TempDir(), "no-such-dir", "gpuprep.log")
+	var stderr bytes.Buffer
+	logs := SinkLogger("p", file, slog.LevelWarn, false, false, &stderr)
+	logs.Log.Warn("after")
+	logs.Close()
+	want := "log file " + file + " (general.log_file) cannot be opened: no such file or directory; logging to syslog and stderr only"
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=WARN msg=\""+want+"\"") || !strings.Contains(lines[1], "msg=after") {
+		t.Errorf("stderr, want the warning then the run's log:\n%s", stderr.String())
+	}
+	if len(fake.got) != 2 || !strings.HasPrefix(fake.got[0], "warning ") || !strings.Contains(fake.got[0], want) {
+		t.Errorf("syslog: %q", fake.got)
+	}
+
+	fake.got = nil
+	stderr.Reset()
+	logs = SinkLogger("p", file, slog.LevelWarn, true, false, &stderr)
+	logs.Close()
+	if stderr.Len() != 0 || len(fake.got) != 1 || !strings.Contains(fake.got[0], "cannot be opened: no such file or directory; logging to syslog only") {
+		t.Errorf("under slurmd: stderr %q syslog %q", stderr.String(), fake.got)
+	}
+}
+
 // -h and --help print the usage on stdout and exit 0; a bad flag goes to
 // stderr with exit 2.
 func TestParseHelpOnStdout(t *testing.T) {
