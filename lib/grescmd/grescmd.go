@@ -40,20 +40,12 @@ are on the PCI bus but the GPU backend lists none (driver not loaded).`
 func Main(e cli.Env) int {
 	const prog = "gpuprep-gres"
 	stdout, stderr := e.Stdout, e.Stderr
-	var c cli.Common
-	var format, check, nodeName, slurmConf string
-	var numaAsSocket, nodeNameLines bool
-	fs := cli.NewFlagSet(prog, synopsis, stderr)
-	fs.StringVar(&format, "format", "gres", "gres|slurm|table|json")
-	fs.StringVar(&check, "check", "", "compare this gres.conf with the hardware (exit 1 on mismatch)")
-	fs.StringVar(&nodeName, "node-name", "", "NodeName to use (default: the short hostname)")
-	fs.BoolVar(&numaAsSocket, "numa-as-socket", false, "count NUMA nodes as sockets (for SlurmdParameters=numa_node_as_socket), or =false real sockets; default: [gres] numa_as_socket, \"auto\": what slurmd will count, per SlurmdParameters in the node's slurm.conf")
-	fs.StringVar(&slurmConf, "slurm-conf", "", "read SlurmdParameters (and, for --check, this node's NodeName= line) from this slurm.conf, a file on this machine, instead of the node's (SLURM_CONF, /etc/slurm/slurm.conf, the configless copy)")
-	fs.BoolVar(&nodeNameLines, "node-name-lines", false, "start every gres.conf line with NodeName=<node> (a gres.conf shared by several nodes, or configless Slurm)")
-	c.Register(fs)
-	if done, code := cli.Parse(fs, &c, e.Args, stdout); done {
+	var f flags
+	fs := f.flagSet(stderr)
+	if done, code := cli.Parse(fs, &f.common, e.Args, stdout); done {
 		return code
 	}
+	c, format, check, nodeName, slurmConf, numaAsSocket, nodeNameLines := f.common, f.format, f.check, f.nodeName, f.slurmConf, f.numaAsSocket, f.nodeNameLines
 	if fs.NArg() > 0 {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0)))
 	}
@@ -114,6 +106,12 @@ func Main(e cli.Env) int {
 	}
 	if conf != nil {
 		return report(stdout, check, gresgen.Check(node, res, conf, opt), c.JSON)
+	}
+	if res.LinksUnknown {
+		spec, by := backendChoice(c.GPUBackend, cfg)
+		if w, ok := linksWarning(spec, by, backend.Name(), c.HostRoot()); ok {
+			res.Warnings = append(res.Warnings, w)
+		}
 	}
 	if format != "table" {
 		for _, w := range res.Warnings {

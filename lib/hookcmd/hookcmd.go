@@ -57,23 +57,7 @@ func command(op string, e cli.Env) int {
 	getenv, stdout, stderr := e.Getenv, e.Stdout, e.Stderr
 	prog := "gpuprep-" + op
 	var f flags
-	fs := cli.NewFlagSet(prog, usage(op), stderr)
-	f.common.Register(fs)
-	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan and write nothing (no spool, lock, metrics, log file or syslog)")
-	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and check it against this node read-only as the prolog would (profiles against its GPUs, each GPU's MIG layout, required knobs, health checks); exit 0 (ok), 2 (invalid) or 1 (a prolog here would fail)")
-	fs.StringVar(&f.jobID, "job-id", "", "job id (default SLURM_JOB_ID)")
-	fs.StringVar(&f.jobUser, "job-user", "", "job user (default SLURM_JOB_USER)")
-	fs.StringVar(&f.jobGPUs, "job-gpus", "", "job GPU indices, e.g. 0,1 (default SLURM_JOB_GPUS)")
-	fs.StringVar(&f.constraints, "constraints", "", "job constraints (default SLURM_JOB_CONSTRAINTS)")
-	fs.StringVar(&f.comment, "comment", "", "job comment (default SLURM_JOB_COMMENT)")
-	if op == "prolog" {
-		fs.BoolVar(&f.health, "health", false, "run the health checks read-only on every GPU, print a table (or --json), exit 0 (healthy) or 1 (a fatal check failed)")
-	}
-	if op == "epilog" {
-		fs.BoolVar(&f.report, "report", false, "print the drift history and exit")
-		fs.DurationVar(&f.since, "since", 0, "with --report: only records newer than this (e.g. 24h)")
-	}
+	fs := newFlagSet(op, &f, stderr)
 	if done, code := cli.Parse(fs, &f.common, e.Args, stdout); done {
 		return code
 	}
