@@ -89,10 +89,19 @@ func Parse(fs *pflag.FlagSet, version *bool, args []string, stdout io.Writer) (d
 		return true, ExitBadInput
 	}
 	if version != nil && *version {
-		fmt.Fprintf(stdout, "%s %s\n", fs.Name(), Version)
+		fmt.Fprintln(stdout, VersionLine(fs.Name()))
 		return true, ExitOK
 	}
 	return false, ExitOK
+}
+
+// VersionLine is what --version prints: "prog 0.1.0 (commit 0123456789ab)",
+// or "prog 0.1.0" when the build did not set Commit.
+func VersionLine(prog string) string {
+	if Commit == "" {
+		return prog + " " + Version
+	}
+	return prog + " " + Version + " (commit " + Commit + ")"
 }
 
 // WriteJSON prints v as indented JSON (two spaces) and a newline.
