@@ -46,6 +46,7 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 			linksKnown = false
 		}
 	}
+	res.LinksUnknown = !anyMIG && !linksKnown && len(gpus) > 1
 	for pos, g := range gpus {
 		gtype := TypeFor(g.Name, opt.TypeNames)
 		file := fmt.Sprintf("/dev/nvidia%d", g.Minor)

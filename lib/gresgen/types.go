@@ -128,6 +128,11 @@ type Result struct {
 	// SlurmConfAgrees says that the slurm.conf read already makes slurmd
 	// count the node line's sockets.
 	SlurmConfAgrees bool `json:"slurm_conf_agrees"`
+	// LinksUnknown says that the records have no Links= because the GPU
+	// backend cannot read NVLinks (procfs): the node has several GPUs,
+	// none in MIG mode, and no NVLink counts. The caller, which knows why
+	// that backend was used, warns.
+	LinksUnknown bool `json:"-"`
 
 	nodeNameLines bool // Options.NodeNameLines, for WriteGres
 	// registered is the node line as slurmd will register it (sockets as
