@@ -23,7 +23,7 @@ func TestDefault(t *testing.T) {
 	}
 	g := c.General
 	if g.StateDir != "/var/lib/gpuprep" || g.Deadline != 30*time.Second || g.GPUBackend != "auto" ||
-		g.MetricsDir != "/var/lib/node_exporter/textfile_collector" || g.DrainReason || g.LogLevel != "info" ||
+		g.MetricsDir != MetricsDirAuto || g.DrainReason || g.LogLevel != "info" ||
 		g.DeadJobGrace != 5*time.Minute || g.MaxJobAge != 0 {
 		t.Errorf("general = %+v", g)
 	}
@@ -328,6 +328,9 @@ func TestParseErrors(t *testing.T) {
 		{"tristate", "[gres]\nnuma_as_socket = \"yes\"\n", `g.toml:2: gres.numa_as_socket = "yes": must be true, false or "auto"`},
 		{"state dir relative", "[general]\nstate_dir = \"var/lib\"\n", `general.state_dir = "var/lib": must be an absolute path`},
 		{"state dir empty", "[general]\nstate_dir = \"\"\n", `must be an absolute path`},
+		{"metrics dir relative", "[general]\nmetrics_dir = \"textfile\"\n", `g.toml:2: general.metrics_dir = "textfile": must be "auto", "" (no metrics) or an absolute path`},
+		{"metrics dir Auto", "[general]\nmetrics_dir = \"Auto\"\n", `must be "auto", "" (no metrics) or an absolute path`},
+		{"metrics dir root", "[general]\nmetrics_dir = \"/\"\n", `g.toml:2: general.metrics_dir = "/": must not be /`},
 		{"state dir root", "[general]\nstate_dir = \"/\"\n", `must not be /`},
 		{"backend", "[general]\ngpu_backend = \"cuda\"\n", `general.gpu_backend = "cuda": must be one of auto, nvml, procfs, none, mock:<name>`},
 		{"default profile", "[selection]\ndefault_profile = \"fast\"\n", `g.toml:2: selection.default_profile = "fast": no such profile (defined: benchmark, default)`},

@@ -66,7 +66,7 @@ func checkGeneral(g *GeneralSection, ps *problems) {
 	k := func(name string) []string { return []string{"general", name} }
 	checkPath(k("state_dir"), g.StateDir, false, ps)
 	checkPath(k("log_file"), g.LogFile, true, ps)
-	checkPath(k("metrics_dir"), g.MetricsDir, true, ps)
+	checkMetricsDir(k("metrics_dir"), g.MetricsDir, ps)
 	checkOneOf(k("log_level"), g.LogLevel, logLevels, ps)
 	if g.Deadline < minDeadline || g.Deadline > maxDeadline {
 		ps.add(k("deadline"), "%s = %q: must be %s..%s", formatKey(k("deadline")), g.Deadline, minDeadline, maxDeadline)
@@ -79,6 +79,22 @@ func checkGeneral(g *GeneralSection, ps *problems) {
 	}
 	if !slices.Contains(backends, g.GPUBackend) && !backendMockRE.MatchString(g.GPUBackend) {
 		ps.add(k("gpu_backend"), "%s = %q: must be one of %s, mock:<name>%s", formatKey(k("gpu_backend")), g.GPUBackend, strings.Join(backends, ", "), suggest.DidYouMean(g.GPUBackend, backends))
+	}
+}
+
+// MetricsDirAuto is general.metrics_dir's value that has the hooks find
+// node_exporter's textfile directory at each run (lib/textfiledir).
+const MetricsDirAuto = "auto"
+
+// checkMetricsDir accepts general.metrics_dir = "auto", "" (no metrics) or
+// an absolute path other than /.
+func checkMetricsDir(key []string, v string, ps *problems) {
+	switch {
+	case v == MetricsDirAuto || v == "":
+	case !filepath.IsAbs(v) || strings.ContainsRune(v, 0):
+		ps.add(key, "%s = %q: must be \"auto\", \"\" (no metrics) or an absolute path", formatKey(key), v)
+	default:
+		checkPath(key, v, false, ps)
 	}
 }
 
