@@ -35,7 +35,7 @@ func healthCheck(prog string, f *flags, cfg *config.Config, stdout, stderr io.Wr
 	}
 	sp, err := state.OpenReadOnly(dir)
 	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("state dir: %w", err))
+		return cli.Fail(stderr, prog, cli.ExitMismatch, err) // it names the state dir
 	}
 	defer sp.Close()
 	deadline := runDeadline(cfg)

@@ -133,9 +133,14 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 	if f.dryRun || f.report {
 		open = state.OpenReadOnly // creates nothing; an absent spool is empty
 	}
+	if f.report {
+		if err := reportDirExists(dir, f.stateDir != ""); err != nil {
+			return fail(cli.ExitBadInput, err)
+		}
+	}
 	sp, err := open(dir)
 	if err != nil {
-		return fail(cli.ExitMismatch, fmt.Errorf("state dir: %w", err))
+		return fail(cli.ExitMismatch, err) // it names the state dir
 	}
 	defer sp.Close()
 	if f.report {

@@ -49,7 +49,8 @@ func TestMainBadInputAndSafety(t *testing.T) {
 		{"check-config good", env, []string{"--config", good, "--check-config"}, 0, ""},
 		{"check-config bad", env, []string{"--config", bad, "--check-config"}, 2, "bad.toml:4:"},
 		{"bad config in a run", env, []string{"--config", bad, "--state-dir", realSpool}, 2, "vm_swappiness = 500"},
-		{"state dir is a symlink", env, []string{"--config", good, "--state-dir", link}, 1, "symlink"},
+		{"state dir is a symlink", env, []string{"--config", good, "--state-dir", link}, 1, "gpuprep-prolog: state dir " + link + " is a symlink; refusing"},
+		{"--health: state dir is a symlink", env, []string{"--config", good, "--state-dir", link, "--health"}, 1, "gpuprep-prolog: state dir " + link + " is a symlink; refusing"},
 		{"state dir writable by others", env, []string{"--config", good, "--state-dir", open}, 1, "writable"},
 		{"no job id", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, "SLURM_JOB_ID"},
 		{"odd GPU list", map[string]string{"SLURM_JOB_ID": "1", "SLURM_JOB_GPUS": "0,x", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, "SLURM_JOB_GPUS"},
@@ -126,9 +127,11 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Fatalf("%s --dry-run: %d\n%s\n%s", op, code, out, stderr)
 		}
 	}
+	// An absent spool is a mistyped --state-dir, not a node without
+	// drift: bad input naming it, and --report creates nothing either.
 	code, out, stderr := mainRun("epilog", nil, "--config", cfg, "--state-dir", spool, "--report")
-	if code != 0 || !strings.Contains(out, "no drift recorded") {
-		t.Errorf("--report on an absent spool: %d %q %q", code, out, stderr)
+	if want := "gpuprep-epilog: state dir " + spool + " (--state-dir) does not exist: no prolog has kept a spool there\n"; code != 2 || out != "" || stderr != want {
+		t.Errorf("--report on an absent spool: exit %d, stdout %q, stderr %q, want exit 2 and %q", code, out, stderr, want)
 	}
 	for _, p := range []string{filepath.Join(dir, "var"), logFile} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
