@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -125,7 +126,7 @@ func TestRoundTripAndFallback(t *testing.T) {
 				t.Fatal(err)
 			}
 			fb, fdesc, fsrc, err := ForTask(r)
-			if err != nil || fdesc != nil || !strings.HasPrefix(fsrc, "sysfs (description missing") {
+			if err != nil || fdesc != nil || fsrc != "sysfs (no node description at "+r.Path(Path)+")" {
 				t.Fatalf("ForTask without: %v, %q", err, fsrc)
 			}
 			samePlacement(t, node, fb)
@@ -219,7 +220,7 @@ func writeRaw(t *testing.T, r host.Root, data string) {
 
 func TestLoadRefusesWhatCannotBeTrusted(t *testing.T) {
 	r := emptyRoot(t)
-	if _, err := Load(r); !errors.Is(err, ErrMissing) {
+	if _, err := Load(r); !errors.Is(err, ErrMissing) || !errors.Is(err, fs.ErrNotExist) || err.Error() != r.Path(Path)+": node description missing" {
 		t.Errorf("no file: %v", err)
 	}
 	if err := Write(r, &Description{Version: Version, BootID: bootA}); err != nil {

@@ -3,6 +3,7 @@ package nodedesc
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
@@ -300,6 +301,15 @@ func (t *trust) problem(st *unix.Stat_t) string {
 	return ""
 }
 
+// missingError is the error for a file under /run/gpuprep that does not
+// exist: "<path>: node description missing", said once, and both ErrMissing
+// and fs.ErrNotExist for errors.Is.
+type missingError struct{ path string }
+
+func (e *missingError) Error() string { return e.path + ": " + ErrMissing.Error() }
+
+func (e *missingError) Is(target error) bool { return target == ErrMissing || target == fs.ErrNotExist }
+
 // readTrusted reads the file at node path p for a reader that must trust
 // it: each directory from /run/gpuprep down and the file are opened
 // without following a symlink and must be trusted (trust.problem); the
@@ -323,7 +333,7 @@ func readTrusted(r host.Root, p string) ([]byte, error) {
 	})
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("%s: %w (%w)", full, ErrMissing, os.ErrNotExist)
+		return nil, &missingError{path: full}
 	case errors.Is(err, errSymlink):
 		return nil, fmt.Errorf("%w: %w", ErrStale, err)
 	case err != nil:
@@ -333,7 +343,7 @@ func readTrusted(r host.Root, p string) ([]byte, error) {
 	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("%s: %w (%w)", full, ErrMissing, os.ErrNotExist)
+		return nil, &missingError{path: full}
 	case errors.Is(err, unix.ELOOP):
 		return nil, fmt.Errorf("%s: %w: %w", full, ErrStale, errSymlink)
 	case err != nil:

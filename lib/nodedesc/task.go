@@ -14,7 +14,7 @@ import (
 // it is missing, stale or unreadable, topo.Discover over sysfs with the
 // procfs GPU backend (no NVML; MIG devices then have no UUIDs). source says
 // which, for --explain: "/run/gpuprep/node-description.json (boot <id>)" or
-// "sysfs (description missing: ...)". d is nil on the fallback: the caller
+// "sysfs (no node description at /run/gpuprep/node-description)". d is nil on the fallback: the caller
 // then loads the TOML configuration itself. Either way node has no CPUs
 // list (Node.CPUs), as in the description; Cores and NUMA hold the CPUs.
 func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err error) {
@@ -25,7 +25,7 @@ func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err e
 	source = "sysfs (" + whyNot(lerr) + ")"
 	n, err := topo.Discover(r, gpu.OpenProcfs(r), topo.Options{NICs: true})
 	if err != nil {
-		return nil, nil, source, fmt.Errorf("node description: %v; sysfs: %w", lerr, err)
+		return nil, nil, source, fmt.Errorf("%s; sysfs: %w", whyNot(lerr), err)
 	}
 	// The same shape as from the description: the planner sees the
 	// same facts either way.
@@ -40,7 +40,11 @@ func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err e
 func whyNot(err error) string {
 	switch {
 	case errors.Is(err, ErrMissing):
-		return "description missing: " + err.Error()
+		var m *missingError
+		if errors.As(err, &m) {
+			return "no node description at " + m.path
+		}
+		return err.Error()
 	case errors.Is(err, ErrStale):
 		// "<file>: node description stale: <why>": the why is enough.
 		msg := err.Error()
