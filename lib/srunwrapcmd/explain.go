@@ -1,6 +1,7 @@
 package srunwrapcmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -59,7 +60,7 @@ func explainMain(e cmdenv.Env, f flags, in *inputs) int {
 		bi.Allowed = nodeCPUs(in.node)
 		bi.JobCPUs = bi.Allowed
 		if in.taskErr != nil {
-			x.Problems = append(x.Problems, "not in a Slurm step ("+in.taskErr.Error()+"): planning "+by)
+			x.Problems = append(x.Problems, "not in a Slurm step ("+notInStep(in.taskErr)+"): planning "+by)
 		}
 	}
 	for _, p := range in.problems() {
@@ -95,9 +96,29 @@ func syntheticTask(in *inputs, n int) (slurm.Task, string) {
 	by := "--tasks"
 	if n == 0 {
 		n, by = max(len(vis), 1), "one per GPU"
+		if len(vis) == 0 {
+			by = "one per GPU, at least one"
+		}
 	}
 	t := slurm.Task{NodeTasks: n, StepNodes: 1, VisibleDevices: vis, StepGPUs: idx, GPUsOnNode: len(idx)}
-	return t, fmt.Sprintf("%s over all %s (%s)", plural.Count(n, "rank", "ranks"), plural.Count(len(vis), "GPU", "GPUs"), by)
+	ranks := plural.Count(n, "rank", "ranks")
+	switch len(vis) {
+	case 0:
+		return t, fmt.Sprintf("%s on a node without GPUs (%s)", ranks, by)
+	case 1:
+		return t, fmt.Sprintf("%s over the node's one GPU (%s)", ranks, by)
+	}
+	return t, fmt.Sprintf("%s over all %d GPUs (%s)", ranks, len(vis), by)
+}
+
+// notInStep says why this is no Slurm task, for --explain's note: an unset
+// variable by name alone (the note says the rest), else the whole error.
+func notInStep(err error) string {
+	var ee *slurm.EnvError
+	if errors.As(err, &ee) && ee.Unset {
+		return ee.Var + " is not set"
+	}
+	return err.Error()
 }
 
 // nodeCPUs is every CPU of the node's cores.
