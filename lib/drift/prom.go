@@ -23,25 +23,36 @@ const (
 	MetricRunSuccess  = "gpuprep_last_run_success"
 	MetricRunTime     = "gpuprep_last_run_timestamp_seconds"
 	MetricDeadJobs    = "gpuprep_dead_jobs_released_total"
+	MetricBuildInfo   = "gpuprep_build_info"
 )
+
+// Build is the gpuprep build that writes the metrics
+// (gpuprep_build_info's labels): lib/cmdenv.Version and Commit.
+type Build struct {
+	Version string
+	Commit  string // "" when not built from git
+}
 
 // WriteMetrics writes m in the Prometheus text format to dir/gpuprep.prom
 // (mode 0644, for node_exporter's textfile collector), atomically: a hidden
 // temporary file in dir, fsync, rename, fsync dir. dir must already exist
 // (it is node_exporter's, not ours); the error is for the caller to log.
-func WriteMetrics(dir string, m Metrics) error {
+func WriteMetrics(dir string, m Metrics, b Build) error {
 	if fi, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("metrics: textfile directory: %w", err)
 	} else if !fi.IsDir() {
 		return fmt.Errorf("metrics: textfile directory %s is not a directory", dir)
 	}
-	return state.WriteFileAtomic(dir, PromFile, FormatMetrics(m), 0o644)
+	return state.WriteFileAtomic(dir, PromFile, FormatMetrics(m, b), 0o644)
 }
 
-// FormatMetrics is m in the Prometheus text exposition format (0.0.4).
-// Every family has its HELP and TYPE even with no samples yet.
-func FormatMetrics(m Metrics) []byte {
+// FormatMetrics is m, and gpuprep_build_info for build, in the Prometheus
+// text exposition format (0.0.4). Every family has its HELP and TYPE even
+// with no samples yet.
+func FormatMetrics(m Metrics, build Build) []byte {
 	var b bytes.Buffer
+	family(&b, MetricBuildInfo, "gauge", "Always 1; the labels name the gpuprep release (version) and git commit (commit, empty when unknown) that wrote this file.")
+	sample(&b, MetricBuildInfo, 1, "version", build.Version, "commit", build.Commit)
 	family(&b, MetricDriftEvents, "counter",
 		"Drift records written on this node by gpuprep's epilog, by kind (drift: a knob changed under a job; invariant: a configured node invariant was broken) and knob.")
 	for _, kind := range []string{KindDrift, KindInvariant} {

@@ -23,7 +23,7 @@ func testMetrics() Metrics {
 }
 
 func TestFormatMetrics(t *testing.T) {
-	text := string(FormatMetrics(testMetrics()))
+	text := string(FormatMetrics(testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
 	t.Log("\n" + text)
 	got, err := parseProm(text)
 	if err != nil {
@@ -42,6 +42,7 @@ func TestFormatMetrics(t *testing.T) {
 		`gpuprep_last_run_timestamp_seconds{hook="epilog"}`:                      float64(t0.Unix() + 60),
 		`gpuprep_dead_jobs_released_total{reason="cgroup"}`:                      2,
 		`gpuprep_dead_jobs_released_total{reason="reboot"}`:                      1,
+		`gpuprep_build_info{commit="3fd78c6",version="1.2.0"}`:                   1,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d series, want %d: %v", len(got), len(want), got)
@@ -51,7 +52,7 @@ func TestFormatMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
-	for _, name := range []string{MetricDriftEvents, MetricRunDuration, MetricRunSuccess, MetricRunTime} {
+	for _, name := range []string{MetricDriftEvents, MetricRunDuration, MetricRunSuccess, MetricRunTime, MetricDeadJobs, MetricBuildInfo} {
 		if !strings.Contains(text, "# HELP "+name+" ") || !strings.Contains(text, "# TYPE "+name+" ") {
 			t.Errorf("no HELP/TYPE for %s", name)
 		}
@@ -59,9 +60,22 @@ func TestFormatMetrics(t *testing.T) {
 	if !strings.Contains(text, "# TYPE gpuprep_drift_events_total counter\n") {
 		t.Error("drift events are not a counter")
 	}
-	// Empty metrics are still a valid file.
-	if _, err := parseProm(string(FormatMetrics(Metrics{}))); err != nil {
+	if !strings.Contains(text, "# TYPE gpuprep_build_info gauge\n") {
+		t.Error("build info is not a gauge")
+	}
+	// Empty metrics, from a build without a commit, are still a valid
+	// file, with the build info (an empty commit label).
+	got, err = parseProm(string(FormatMetrics(Metrics{}, Build{Version: "dev"})))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(got) != 1 || got[`gpuprep_build_info{commit="",version="dev"}`] != 1 {
+		t.Fatalf("empty metrics: %v", got)
+	}
+	// Odd characters in a version survive as escaped label values.
+	got, err = parseProm(string(FormatMetrics(Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
+	if err != nil || got[`gpuprep_build_info{commit="",version="1.0.0-rc\"1\"\\x"}`] != 1 {
+		t.Fatalf("escaped version: %v %v", got, err)
 	}
 }
 
@@ -93,7 +107,7 @@ func TestWriteMetrics(t *testing.T) {
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("keep"), 0o600)
 	os.Symlink(victim, filepath.Join(dir, PromFile)) // planted: replaced, not followed
-	if err := WriteMetrics(dir, testMetrics()); err != nil {
+	if err := WriteMetrics(dir, testMetrics(), Build{Version: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, PromFile)
@@ -113,7 +127,7 @@ func TestWriteMetrics(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "textfile")
-	if err := WriteMetrics(missing, Metrics{}); err == nil || !strings.Contains(err.Error(), missing) {
+	if err := WriteMetrics(missing, Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("missing dir: %v", err)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {

@@ -4,25 +4,32 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
 	"gpuprep/lib/hook"
+	"gpuprep/lib/host"
 	"gpuprep/lib/state"
 )
 
-// writeMetrics updates the spool's counters (drift events by knob, this
-// hook's last duration and status) and writes them to the node_exporter
-// textfile directory. Called under the node lock; failures are only logged.
+// writeMetrics is recordMetrics on the real node ("/").
+//
+// TODO(lead): call recordMetrics(o.Root, ...) from run (hookcmd.go), so that
+// metrics_dir = "auto" looks under --root; then drop this wrapper.
 func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
-	if cfg.General.MetricsDir == "" {
-		return
-	}
-	if fi, err := os.Stat(cfg.General.MetricsDir); err != nil || !fi.IsDir() {
-		log.Debug("no metrics: textfile directory absent", "dir", cfg.General.MetricsDir)
+	recordMetrics(host.NewRoot("/"), cfg, sp, op, d, runErr, out, log)
+}
+
+// recordMetrics updates the spool's counters (drift events by knob, this
+// hook's last duration and status) and writes them, with gpuprep_build_info,
+// to node_exporter's textfile directory (metricsDir). Called under the node
+// lock; failures are only logged.
+func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
+	dir := metricsDir(r, cfg, sp, log)
+	if dir == "" {
 		return
 	}
 	m, err := drift.LoadMetrics(sp)
@@ -45,13 +52,13 @@ func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duratio
 	if err := drift.SaveMetrics(sp, m); err != nil {
 		log.Warn("metrics state not saved", "err", err)
 	}
-	if removed, err := state.SweepTemps(cfg.General.MetricsDir, drift.PromFile); err != nil {
+	if removed, err := state.SweepTemps(dir, drift.PromFile); err != nil {
 		log.Warn("sweeping temporary metrics files", "err", err)
 	} else if len(removed) > 0 {
 		log.Info("removed temporary metrics files of killed runs", "files", removed)
 	}
-	if err := drift.WriteMetrics(cfg.General.MetricsDir, m); err != nil {
-		log.Warn("metrics not written", "dir", cfg.General.MetricsDir, "err", err)
+	if err := drift.WriteMetrics(dir, m, drift.Build{Version: cmdenv.Version, Commit: cmdenv.Commit}); err != nil {
+		log.Warn("metrics not written", "dir", dir, "err", err)
 	}
 }
 
