@@ -4,15 +4,19 @@ GO ?= go
 export CGO_CFLAGS := -Wno-deprecated-declarations
 PREFIX ?= /usr/local
 DESTDIR ?=
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X gpuprep/lib/cmdenv.Version=$(VERSION)
+# VERSION is the release (semantic version, the VERSION file); COMMIT the
+# commit it is built from, "-dirty" when the work tree has changes, "unknown"
+# outside git. --version prints both; the packages carry VERSION.
+VERSION := $(shell cat VERSION)
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || { git rev-parse --git-dir >/dev/null 2>&1 && echo -dirty; })
+LDFLAGS := -s -w -X gpuprep/lib/cmdenv.Version=$(VERSION) -X gpuprep/lib/cmdenv.Commit=$(COMMIT)
 BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
 # bin/sim/ holds the same programs built with -tags gpuprep_mock: they also
 # accept --gpu-backend mock:<model> (go-nvml's mock servers), for the demo and
 # the benchmarks on simulated nodes. Install bin/, never bin/sim/.
 SIMBINS := $(BINS:bin/%=bin/sim/%)
 
-.PHONY: all build test unit e2e deps demo bench install lint fuzz fixtures clean
+.PHONY: all build test unit e2e deps demo bench install uninstall man package lint fuzz fixtures clean
 .PHONY: vm-image test-node vm
 
 all: build
@@ -116,13 +120,57 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	$(GO) vet ./...
 
-install: build
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/gpuprep
+# install copies the four programs (not bin/sim/), an example configuration
+# (the admin writes /etc/gpuprep/gpuprep.toml), the tmpfiles.d rule, the
+# examples and the man pages; uninstall removes exactly those files. The
+# packages (make package) are the way to install on a node.
+DOCDIR := $(PREFIX)/share/doc/gpuprep
+MANDIR := $(PREFIX)/share/man
+EXAMPLES := examples/slurm.conf.fragment examples/gpuprep.toml examples/health-models.toml examples/srunwrap/taskprolog.sh examples/gres.conf.mistakes
+install: $(BINS) man
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/gpuprep $(DESTDIR)/etc/tmpfiles.d $(DESTDIR)$(DOCDIR)/examples
 	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0755 bin/srunwrap $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml.example
-	install -d $(DESTDIR)/etc/tmpfiles.d
 	install -m 0644 examples/tmpfiles.d/gpuprep.conf $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
+	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
+	cd build/man && for f in man*/*.gz; do install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$$f || exit 1; done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/sbin/,gpuprep-prolog gpuprep-epilog gpuprep-gres) $(DESTDIR)$(PREFIX)/bin/srunwrap
+	rm -f $(DESTDIR)/etc/gpuprep/gpuprep.toml.example $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/,$(MANPAGES))
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) $(DESTDIR)/etc/gpuprep 2>/dev/null
+
+# man writes the man pages into build/man (man1/, man5/, man8/), generated
+# from the programs' flag definitions and the configuration schema
+# (internal/mangen) and compressed with gzip -9n.
+MANPAGES := man1/srunwrap.1.gz man8/gpuprep-prolog.8.gz man8/gpuprep-epilog.8.gz man8/gpuprep-gres.8.gz man5/gpuprep.toml.5.gz
+man:
+	@test -f internal/mangen/cmd/mangen/main.go || { echo "make man: internal/mangen/cmd/mangen is missing: no generator for the man pages" >&2; exit 1; }
+	rm -rf build/man.tmp && $(GO) run ./internal/mangen/cmd/mangen -out build/man.tmp >/dev/null
+	gzip -9nf build/man.tmp/man*/*.[0-9]
+	for f in $(MANPAGES); do test -f build/man.tmp/$$f || { echo "make man: the generator wrote no $$f" >&2; exit 1; }; done
+	rm -rf build/man && mv build/man.tmp build/man
+
+# package builds dist/gpuprep_$(VERSION)_amd64.deb and
+# dist/gpuprep-$(VERSION)-1.x86_64.rpm with nfpm (packaging/nfpm.yaml;
+# packaging/pkgprep computes the glibc each needs and writes the copyright
+# file, the commented configuration and the Debian changelog into
+# $(PKGBUILD)). The rpm's cgo programs come from bin/el8/ when
+# packaging/el8/build.sh has built them there (glibc 2.28), else from bin/.
+DIST ?= dist
+PKGBUILD ?= build/pkg
+MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' -- VERSION 2>/dev/null | grep . || echo 'The gpuprep Authors <authors@gpuprep.invalid>')
+RPMBIN := $(if $(and $(wildcard bin/el8/gpuprep-prolog),$(wildcard bin/el8/gpuprep-epilog),$(wildcard bin/el8/gpuprep-gres)),bin/el8,bin)
+package: $(BINS) man
+	rm -rf $(PKGBUILD) && mkdir -p $(PKGBUILD) $(DIST)
+	$(GO) run ./packaging/pkgprep -version $(VERSION) -commit $(COMMIT) -bin bin -rpm-bin $(RPMBIN) \
+		-goroot "$$($(GO) env GOROOT)" -modcache "$$($(GO) env GOMODCACHE)" -maintainer '$(MAINTAINER)' -out $(PKGBUILD)
+	set -a && . $(PKGBUILD)/nfpm.env && set +a && nfpm=$$($(GO) tool -n nfpm) && \
+	$$nfpm package -f packaging/nfpm.yaml -p deb -t $(DIST)/gpuprep_$(VERSION)_amd64.deb && \
+	$$nfpm package -f packaging/nfpm.yaml -p rpm -t $(DIST)/gpuprep-$(VERSION)-1.x86_64.rpm
 
 clean:
 	rm -rf bin
