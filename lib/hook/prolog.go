@@ -339,11 +339,21 @@ func unionGPUs(a, b []gpu.Device) []gpu.Device {
 	return out
 }
 
+// ShowValue is a knob value as people read it: "(none)" for the empty
+// value (cstate_max_latency_us with no idle state disabled), which would
+// print as nothing ("state3->"). JSON and the spool keep "".
+func ShowValue[V ~string](v V) string {
+	if v == "" {
+		return "(none)"
+	}
+	return string(v)
+}
+
 // Summary is one line for the log: what changed.
 func (out *Outcome) Summary() string {
 	var parts []string
 	for _, c := range out.Changes {
-		parts = append(parts, fmt.Sprintf("%s %s->%s", c.ID, c.From, c.To))
+		parts = append(parts, fmt.Sprintf("%s %s->%s", c.ID, ShowValue(c.From), ShowValue(c.To)))
 	}
 	if len(parts) == 0 {
 		return "no changes"

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
 	"gpuprep/lib/hook"
 )
 
@@ -69,9 +70,9 @@ func printOutcome(w io.Writer, out *hook.Outcome, asJSON bool) {
 func writePlanTable(w io.Writer, out *hook.Outcome) {
 	mode := ""
 	if out.DryRun {
-		mode = " (dry run: nothing changed)"
+		mode = "; dry run: nothing changed"
 	}
-	fmt.Fprintf(w, "%s for job %s, profile %s (%s)%s\n", out.Op, out.Job, orDash(out.Profile), orDash(out.Source), mode)
+	fmt.Fprintf(w, "%s for job %s, %s%s\n", out.Op, out.Job, profileText(out.Profile, out.Source), mode)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KNOB\tSCOPE\tNOW\tTO\tWHY")
 	for _, c := range out.Changes {
@@ -79,7 +80,7 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 		if c.Required {
 			req = " (required)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", c.ID.Name, c.ID.Scope, c.From, c.To, c.Why, req)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", c.ID.Name, c.ID.Scope, hook.ShowValue(c.From), hook.ShowValue(c.To), c.Why, req)
 	}
 	changing := map[string]bool{}
 	for _, c := range out.Changes {
@@ -87,14 +88,14 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 	}
 	for _, h := range out.Holds {
 		if !changing[h.ID.String()] {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.ID.Name, h.ID.Scope, h.Expected, "-", "already set")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.ID.Name, h.ID.Scope, hook.ShowValue(h.Expected), "-", "already set")
 		}
 	}
 	for _, s := range out.Skipped {
 		fmt.Fprintf(tw, "%s\t%s\t-\t-\tskipped: %s\n", s.ID.Name, s.ID.Scope, s.Reason)
 	}
 	for _, d := range out.Drift {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, d.Found, d.Kind, d.Expected)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t-\t%s: expected %s\n", d.ID.Name, d.ID.Scope, hook.ShowValue(d.Found), d.Kind, hook.ShowValue(d.Expected))
 	}
 	tw.Flush()
 	if out.Health != nil {
@@ -125,11 +126,25 @@ func writePlanTable(w io.Writer, out *hook.Outcome) {
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+// profileText names the run's profile and where it came from
+// (hook.Outcome's Source, a config.Source): "profile gpu (selection.
+// default_profile)", "profile benchmark (the job's constraints)"; the
+// epilog, which does not keep the source, names the profile alone.
+func profileText(profile, source string) string {
+	if profile == "" {
+		return "no profile"
 	}
-	return s
+	switch config.Source(source) {
+	case "":
+		return "profile " + profile
+	case config.FromDefault:
+		return "profile " + profile + " (selection.default_profile)"
+	case config.FromConstraint:
+		return "profile " + profile + " (the job's constraints)"
+	case config.FromComment:
+		return "profile " + profile + " (the job's comment)"
+	}
+	return "profile " + profile + " (" + source + ")"
 }
 
 // describeReleased is one line for a released dead job ("would release"
