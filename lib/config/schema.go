@@ -49,7 +49,7 @@ type GeneralSection struct {
 	LogFile     string        `toml:"log_file"`     // appended to, besides syslog; "" for none
 	LogLevel    string        `toml:"log_level"`    // debug|info|warn|error
 	Deadline    time.Duration `toml:"deadline"`     // whole prolog/epilog run, a duration string
-	MetricsDir  string        `toml:"metrics_dir"`  // node_exporter textfile directory; "" for none
+	MetricsDir  string        `toml:"metrics_dir"`  // node_exporter textfile directory: "auto" (found at each run, lib/textfiledir), "" for none, or a path
 	DrainReason bool          `toml:"drain_reason"` // also set the node's drain reason with scontrol
 	GPUBackend  string        `toml:"gpu_backend"`  // auto|nvml|procfs|none|mock:<name>
 	// DeadJobGrace: a job whose Slurm cgroup is gone counts as dead (its

@@ -186,7 +186,7 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 	}
 	logOutcome(o.Log, out, runErr)
 	if !f.dryRun {
-		writeMetrics(cfg, sp, op, time.Since(started), runErr, out, o.Log)
+		recordMetrics(o.Root, cfg, sp, op, time.Since(started), runErr, out, o.Log)
 	}
 	if f.dryRun || f.common.JSON {
 		printOutcome(stdout, out, f.common.JSON)

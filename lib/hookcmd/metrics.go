@@ -15,14 +15,6 @@ import (
 	"gpuprep/lib/state"
 )
 
-// writeMetrics is recordMetrics on the real node ("/").
-//
-// TODO(lead): call recordMetrics(o.Root, ...) from run (hookcmd.go), so that
-// metrics_dir = "auto" looks under --root; then drop this wrapper.
-func writeMetrics(cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
-	recordMetrics(host.NewRoot("/"), cfg, sp, op, d, runErr, out, log)
-}
-
 // recordMetrics updates the spool's counters (drift events by knob, this
 // hook's last duration and status) and writes them, with gpuprep_build_info,
 // to node_exporter's textfile directory (metricsDir). Called under the node
