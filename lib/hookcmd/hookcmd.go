@@ -232,12 +232,13 @@ set, and restores the node's baseline when the last job using a knob ends.
 func jobFromEnvAndFlags(getenv func(string) string, f *flags) (slurm.Job, error) {
 	over := map[string]string{"SLURM_JOB_ID": f.jobID, "SLURM_JOB_USER": f.jobUser, "SLURM_JOB_GPUS": f.jobGPUs,
 		"SLURM_JOB_CONSTRAINTS": f.constraints, "SLURM_JOB_COMMENT": f.comment}
-	return slurm.JobFromEnv(func(k string) string {
+	job, err := slurm.JobFromEnv(func(k string) string {
 		if v := over[k]; v != "" {
 			return v
 		}
 		return getenv(k)
 	})
+	return job, namingFlag(err, over)
 }
 
 // runDeadline is the deadline of one run: general.deadline, 30 s when unset.

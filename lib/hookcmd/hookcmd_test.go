@@ -54,6 +54,9 @@ func TestMainBadInputAndSafety(t *testing.T) {
 		{"state dir writable by others", env, []string{"--config", good, "--state-dir", open}, 1, "writable"},
 		{"no job id", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, "SLURM_JOB_ID"},
 		{"odd GPU list", map[string]string{"SLURM_JOB_ID": "1", "SLURM_JOB_GPUS": "0,x", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, "SLURM_JOB_GPUS"},
+		{"odd job id from slurmd", map[string]string{"SLURM_JOB_ID": "abc", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 2, `gpuprep-prolog: SLURM_JOB_ID="abc": not a job id`},
+		{"odd --job-id names the flag", env, []string{"--config", good, "--state-dir", realSpool, "--job-id", "abc"}, 2, `gpuprep-prolog: --job-id="abc": not a job id`},
+		{"odd --job-gpus names the flag", env, []string{"--config", good, "--state-dir", realSpool, "--job-gpus", "0,x"}, 2, `gpuprep-prolog: --job-gpus="0,x": not a GPU index list`},
 		{"a user's typo never fails", map[string]string{"SLURM_JOB_ID": "2", "SLURM_JOB_COMMENT": "gpuprep=benchmrak", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}, []string{"--config", good, "--state-dir", realSpool}, 0, ""},
 	}
 	for _, c := range cases {
