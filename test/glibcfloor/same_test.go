@@ -61,7 +61,7 @@ func same(t *testing.T, el8, ref string, env []string, args ...string) result {
 
 // TestEL8BehavesLikeNormalBuild runs each EL8 program and the same program
 // built the ordinary way (same -ldflags and -trimpath) on the simulated DGX
-// H100 node, and on this machine for NVML, and wants the same results.
+// H100 node and wants the same results.
 func TestEL8BehavesLikeNormalBuild(t *testing.T) {
 	root := testroot.Unpack(t, "dgxh100")
 	// An empty configuration file: built-in defaults whatever this
@@ -72,8 +72,7 @@ func TestEL8BehavesLikeNormalBuild(t *testing.T) {
 	}
 
 	t.Run("gres", func(t *testing.T) {
-		el8 := el8Bin(t, "gpuprep-gres")
-		ref := referenceBin(t, el8, "gres")
+		el8, ref := pairBins(t, "gpuprep-gres")
 		same(t, el8, ref, nil, "--version")
 		same(t, el8, ref, nil, "--root", root, "--gpu-backend", "procfs", "--format", "table")
 		same(t, el8, ref, nil, "--root", root, "--gpu-backend", "procfs", "--format", "slurm")
@@ -94,8 +93,7 @@ func TestEL8BehavesLikeNormalBuild(t *testing.T) {
 
 	for _, p := range []string{"prolog", "epilog"} {
 		t.Run(p, func(t *testing.T) {
-			el8 := el8Bin(t, "gpuprep-"+p)
-			ref := referenceBin(t, el8, p)
+			el8, ref := pairBins(t, "gpuprep-"+p)
 			same(t, el8, ref, nil, "--version")
 			r := same(t, el8, ref, nil, "--config", cfg, "--root", root, "--gpu-backend", "procfs",
 				"--state-dir", filepath.Join(t.TempDir(), "spool"),
@@ -115,10 +113,12 @@ func TestEL8BehavesLikeNormalBuild(t *testing.T) {
 // start and say NVML is missing, as the ordinary build does; with a stand-in
 // libnvidia-ml.so.1 (NVML answering, no GPU) both builds must see NVML.
 func TestEL8ResolvesNVMLAtRunTime(t *testing.T) {
-	el8 := el8Bin(t, "gpuprep-gres")
-	ref := referenceBin(t, el8, "gres")
-
-	t.Run("symbols", func(t *testing.T) { checkNVMLSymbols(t, el8) })
+	t.Run("symbols", func(t *testing.T) {
+		for _, p := range el8Programs {
+			checkNVMLSymbols(t, el8Bin(t, p))
+		}
+	})
+	el8, ref := pairBins(t, "gpuprep-gres")
 
 	t.Run("no-driver", func(t *testing.T) {
 		if p, ok := systemNVML(); ok {
