@@ -49,13 +49,18 @@ type Common struct {
 	Version    bool
 }
 
+// builtinLogLevel is general.log_level in lib/config/defaults.toml, for
+// --log-level's help (TestLogLevelHelp holds them equal; parsing the
+// defaults at every start to print it would cost the hooks time).
+const builtinLogLevel = "info"
+
 // Register adds the common flags to fs.
 func (c *Common) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ConfigPath, "config", config.DefaultPath, "configuration file (built-in defaults when the default path is absent)")
 	fs.StringVar(&c.Root, "root", "/", "directory standing for the node's / (a fixture root in tests)")
 	fs.StringVar(&c.GPUBackend, "gpu-backend", "", "auto|nvml|procfs|none (test builds: mock:<dgxa100|dgxh100|dgxh200|dgxb200>; default: the config's, else auto)")
 	fs.BoolVar(&c.JSON, "json", false, "print JSON")
-	fs.StringVar(&c.LogLevel, "log-level", "", "debug|info|warn|error (default: the config's, else warn)")
+	fs.StringVar(&c.LogLevel, "log-level", "", "debug|info|warn|error (default: the config's general.log_level, "+builtinLogLevel+" unless it sets one)")
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 }
 

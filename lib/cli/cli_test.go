@@ -36,6 +36,21 @@ func TestRunDeadline(t *testing.T) {
 	}
 }
 
+// --log-level's help names the level a program runs at when neither the
+// flag nor the site config sets one: the built-in config's.
+func TestLogLevelHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	fs := NewFlagSet("prog", "usage: prog", &errb)
+	var c Common
+	c.Register(fs)
+	Parse(fs, &c, []string{"--help"}, &out)
+	def := config.Default().General.LogLevel
+	want := "debug|info|warn|error (default: the config's general.log_level, " + def + " unless it sets one)"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("--help lacks %q:\n%s", want, out.String())
+	}
+}
+
 func TestLevel(t *testing.T) {
 	cfg := &config.Config{}
 	cfg.General.LogLevel = "info"
