@@ -158,15 +158,18 @@ man:
 # dist/gpuprep-$(VERSION)-1.x86_64.rpm with nfpm (packaging/nfpm.yaml;
 # packaging/pkgprep computes the glibc each needs and writes the copyright
 # file, the commented configuration and the Debian changelog into
-# $(PKGBUILD)). The rpm's cgo programs come from bin/el8/ when
-# packaging/el8/build.sh has built them there (glibc 2.28), else from bin/.
+# $(PKGBUILD)). The rpm's cgo programs are built for glibc 2.28 into
+# bin/el8/ by packaging/el8/build.sh (zig cc); where zig cannot be had
+# (its exit status 3) they come from bin/ and the rpm requires the glibc
+# those need (2.34: not EL8), with a warning.
 DIST ?= dist
 PKGBUILD ?= build/pkg
 MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' -- VERSION 2>/dev/null | grep . || echo 'The gpuprep Authors <authors@gpuprep.invalid>')
-RPMBIN := $(if $(and $(wildcard bin/el8/gpuprep-prolog),$(wildcard bin/el8/gpuprep-epilog),$(wildcard bin/el8/gpuprep-gres)),bin/el8,bin)
 package: $(BINS) man
 	rm -rf $(PKGBUILD) && mkdir -p $(PKGBUILD) $(DIST)
-	$(GO) run ./packaging/pkgprep -version $(VERSION) -commit $(COMMIT) -bin bin -rpm-bin $(RPMBIN) \
+	rpmbin=bin/el8; GPUPREP_LDFLAGS='$(LDFLAGS)' bash packaging/el8/build.sh || { rc=$$?; [ $$rc = 3 ] || exit $$rc; rpmbin=bin; \
+		echo "make package: no zig, so no EL8 build: the rpm takes its programs from bin/" >&2; }; \
+	$(GO) run ./packaging/pkgprep -version $(VERSION) -commit $(COMMIT) -bin bin -rpm-bin $$rpmbin \
 		-goroot "$$($(GO) env GOROOT)" -modcache "$$($(GO) env GOMODCACHE)" -maintainer '$(MAINTAINER)' -out $(PKGBUILD)
 	set -a && . $(PKGBUILD)/nfpm.env && set +a && nfpm=$$($(GO) tool -n nfpm) && \
 	$$nfpm package -f packaging/nfpm.yaml -p deb -t $(DIST)/gpuprep_$(VERSION)_amd64.deb && \

@@ -1,0 +1,52 @@
+package pkgtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestManPages: each man page in the deb renders with man -l (what `man
+// gpuprep-prolog` shows) and groff finds nothing to warn about.
+func TestManPages(t *testing.T) {
+	tools := need(t, "dpkg-deb", "man", "groff", "zcat")
+	dpkgDeb, man, groff, zcat := tools[0], tools[1], tools[2], tools[3]
+	deb, _ := packages(t)
+	dir := t.TempDir()
+	run(t, dpkgDeb, "-x", deb, dir)
+	pages, _ := filepath.Glob(filepath.Join(dir, "usr/share/man/man*/*.gz"))
+	if len(pages) != 5 {
+		t.Fatalf("%d man pages in the deb, want 5: %q", len(pages), pages)
+	}
+	os.Setenv("MANWIDTH", "80")
+	for _, p := range pages {
+		name := filepath.Base(p)
+		out, errOut, err := runErr(man, "-l", p)
+		if err != nil || errOut != "" || !strings.Contains(out, "NAME") || !strings.Contains(out, "SYNOPSIS") && !strings.HasSuffix(name, ".5.gz") {
+			t.Errorf("man -l %s: %v, stderr %q, %d bytes out", name, err, errOut, len(out))
+		}
+		src := filepath.Join(dir, strings.TrimSuffix(name, ".gz"))
+		if err := os.WriteFile(src, []byte(run(t, zcat, p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, err := runErr(groff, "-man", "-ww", "-z", "-Tutf8", src); err != nil || errOut != "" {
+			t.Errorf("groff -man -ww %s: %v\n%s", name, err, errOut)
+		}
+	}
+}
+
+// TestLogrotate: logrotate reads the packaged rule without error (a dry
+// run: -d changes nothing).
+func TestLogrotate(t *testing.T) {
+	logrotate := need(t, "logrotate")[0]
+	repo := repoRoot(t)
+	state := filepath.Join(t.TempDir(), "state")
+	out, errOut, err := runErr(logrotate, "-d", "-s", state, filepath.Join(repo, "packaging/logrotate"))
+	if err != nil || strings.Contains(out+errOut, "error:") {
+		t.Errorf("logrotate -d: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(out+errOut, "/var/log/gpuprep.log") {
+		t.Errorf("logrotate -d names no /var/log/gpuprep.log:\n%s%s", out, errOut)
+	}
+}
