@@ -3,7 +3,9 @@
 # and the clients, package slurm-wlm), munge, hwloc (lstopo-no-graphics, the
 # oracle for the node model), libhwloc-dev and gcc (internal/slurmcores
 # compiles its oracle of Slurm's core numbering against libhwloc), and strace
-# (the crash tests kill the hooks at chosen syscalls with it). Idempotent:
+# (the crash tests kill the hooks at chosen syscalls with it), and what
+# test/pkgtest checks the packages with: lintian, rpm, debootstrap, man-db,
+# groff and logrotate. Idempotent:
 # does nothing when all are there.
 # While apt runs, /usr/sbin/policy-rc.d (exit 101) keeps the packages' init
 # scripts from starting system daemons; it is removed afterwards if this
@@ -17,24 +19,28 @@ have() {
 	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
 }
 
+# The packages test/pkgtest needs (groff-base has groff; man-db has man).
+pkgtools="lintian rpm debootstrap man-db groff-base logrotate"
+
 missing=""
-for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace; do
+for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace \
+	lintian rpm debootstrap man groff logrotate; do
 	have "$c" || missing="$missing $c"
 done
 have cc || missing="$missing cc"
 [ -e /usr/include/hwloc.h ] || missing="$missing hwloc.h"
 if [ -z "$missing" ]; then
-	echo "install-deps: slurm, munge, hwloc, libhwloc-dev, gcc and strace are installed"
+	echo "install-deps: slurm, munge, hwloc, libhwloc-dev, gcc, strace and the packaging tools are installed"
 	exit 0
 fi
 echo "install-deps: missing:$missing"
 
 if [ "$(id -u)" != 0 ]; then
-	echo "install-deps: must run as root to install slurm-wlm munge hwloc libhwloc-dev gcc strace" >&2
+	echo "install-deps: must run as root to install slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools" >&2
 	exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc, libhwloc-dev, gcc and strace by hand" >&2
+	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc, libhwloc-dev, gcc, strace and $pkgtools by hand" >&2
 	exit 1
 fi
 
@@ -56,7 +62,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 timeout 300 apt-get update
-timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc libhwloc-dev gcc strace
+timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools
 
 still=""
 for c in $missing; do
@@ -69,7 +75,7 @@ if [ -n "$still" ]; then
 	echo "install-deps: still missing after install:$still" >&2
 	exit 1
 fi
-echo "install-deps: installed slurm-wlm munge hwloc libhwloc-dev gcc strace"
+echo "install-deps: installed slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools"
 
 # Debian's postinst enables the daemons at boot even when policy-rc.d kept
 # them from starting now: undo that for what this script installed.
