@@ -6,7 +6,9 @@ package glibcfloor
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gpuprep/internal/testroot"
@@ -87,5 +89,38 @@ func TestAbove(t *testing.T) {
 	}
 	if got := highest([]glibcNeed{{Version: "GLIBC_2.3.2"}, {Version: "GLIBC_2.14"}, {Version: "GLIBC_2.2.5"}}); got != "GLIBC_2.14" {
 		t.Errorf("highest = %q, want GLIBC_2.14", got)
+	}
+}
+
+// TestEL8StartsInOlderRoot runs each bin/el8 program's --version in a
+// chroot of an older distribution's root, when GPUPREP_OLD_ROOT names one
+// (as root; e.g. `debootstrap --variant=minbase bullseye /tmp/bullseye`,
+// glibc 2.31, the oldest Debian root these machines can fetch). No glibc
+// 2.28 userland is reachable here, so this shows the programs start on a
+// glibc older than the build machine's, not on EL8 itself.
+func TestEL8StartsInOlderRoot(t *testing.T) {
+	old := os.Getenv("GPUPREP_OLD_ROOT")
+	if old == "" {
+		t.Skip("GPUPREP_OLD_ROOT is not set (a debootstrapped root to chroot into)")
+	}
+	dir, err := os.MkdirTemp(old, "gpuprep-el8-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for _, p := range el8Programs {
+		b, err := os.ReadFile(el8Bin(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("chroot", old, "/"+filepath.Base(dir)+"/"+p, "--version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), p+" ") {
+			t.Errorf("chroot %s %s --version: %v\n%s", old, p, err, out)
+			continue
+		}
+		t.Logf("in %s: %s", old, strings.TrimSpace(string(out)))
 	}
 }
