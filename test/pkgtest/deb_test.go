@@ -12,6 +12,7 @@ import (
 // their modes; its conffiles are the configuration and the logrotate rule;
 // it depends on the libc6 its programs need (objdump -T agrees).
 func TestDebContents(t *testing.T) {
+	t.Parallel()
 	dpkgDeb := need(t, "dpkg-deb")[0]
 	deb, _ := packages(t)
 
@@ -65,6 +66,7 @@ func TestDebContents(t *testing.T) {
 // TestLintian: lintian finds no error in the deb (warnings are logged;
 // packaging/lintian-overrides says why each override is there).
 func TestLintian(t *testing.T) {
+	t.Parallel()
 	lintian := need(t, "lintian")[0]
 	deb, _ := packages(t)
 	out, errOut, err := runErr(lintian, "--tag-display-limit", "0", deb)

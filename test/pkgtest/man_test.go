@@ -13,6 +13,7 @@ import (
 // TestManPages: each man page in the deb renders with man -l (what `man
 // gpuprep-prolog` shows) and groff finds nothing to warn about.
 func TestManPages(t *testing.T) {
+	t.Parallel()
 	tools := need(t, "dpkg-deb", "man", "groff", "zcat")
 	dpkgDeb, man, groff, zcat := tools[0], tools[1], tools[2], tools[3]
 	deb, _ := packages(t)

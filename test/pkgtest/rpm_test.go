@@ -12,6 +12,7 @@ import (
 // configuration %config(noreplace), installs with rpm --root, keeps an
 // edited configuration on upgrade, and its programs run.
 func TestRPM(t *testing.T) {
+	t.Parallel()
 	rpm := need(t, "rpm")[0]
 	_, pkg := packages(t)
 
