@@ -149,10 +149,12 @@ uninstall:
 MANPAGES := man1/srunwrap.1.gz man8/gpuprep-prolog.8.gz man8/gpuprep-epilog.8.gz man8/gpuprep-gres.8.gz man5/gpuprep.toml.5.gz
 man:
 	@test -f internal/mangen/cmd/mangen/main.go || { echo "make man: internal/mangen/cmd/mangen is missing: no generator for the man pages" >&2; exit 1; }
-	rm -rf build/man.tmp && $(GO) run ./internal/mangen/cmd/mangen -out build/man.tmp >/dev/null
-	gzip -9nf build/man.tmp/man*/*.[0-9]
-	for f in $(MANPAGES); do test -f build/man.tmp/$$f || { echo "make man: the generator wrote no $$f" >&2; exit 1; }; done
-	rm -rf build/man && mv build/man.tmp build/man
+	@# In a folder of its own, moved into place at the end: a make install
+	@# and a make package may run at once (the tests do).
+	tmp=build/man.tmp.$$$$ && rm -rf $$tmp && $(GO) run ./internal/mangen/cmd/mangen -out $$tmp >/dev/null && \
+	gzip -9nf $$tmp/man*/*.[0-9] && \
+	for f in $(MANPAGES); do test -f $$tmp/$$f || { echo "make man: the generator wrote no $$f" >&2; rm -rf $$tmp; exit 1; }; done && \
+	rm -rf build/man && { mv -T $$tmp build/man 2>/dev/null || rm -rf $$tmp; }
 
 # package builds dist/gpuprep_$(VERSION)_amd64.deb and
 # dist/gpuprep-$(VERSION)-1.x86_64.rpm with nfpm (packaging/nfpm.yaml;
