@@ -37,10 +37,14 @@ func commentedConfig(example []byte) ([]byte, error) {
 	out.WriteString(conffileHeader)
 	sc := bufio.NewScanner(bytes.NewReader(example))
 	n := 0
-	for sc.Scan() {
+	for first := true; sc.Scan(); first = false {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
 		switch {
+		case first && strings.HasPrefix(line, "# /etc/gpuprep/gpuprep.toml:"):
+			// The example's title ("an example that sets every key"):
+			// the header above replaces it.
+			continue
 		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
 			out.WriteString(line)
 		default:
