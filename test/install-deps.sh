@@ -19,12 +19,14 @@ have() {
 	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
 }
 
-# The packages test/pkgtest needs (groff-base has groff; man-db has man).
+# The packages test/pkgtest needs (groff-base has groff; man-db has man),
+# and npm, which fetches zig for the EL8 build (packaging/el8).
 pkgtools="lintian rpm debootstrap man-db groff-base logrotate"
+have npm || pkgtools="$pkgtools npm"
 
 missing=""
 for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace \
-	lintian rpm debootstrap man groff logrotate; do
+	lintian rpm debootstrap man groff logrotate npm; do
 	have "$c" || missing="$missing $c"
 done
 have cc || missing="$missing cc"

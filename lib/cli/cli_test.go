@@ -90,7 +90,7 @@ func TestPlaceholder(t *testing.T) {
 	}
 	out.Reset()
 	e.Args = []string{"--version"}
-	if code := Placeholder("prog", "usage: prog", "issue 9", e); code != ExitOK || out.String() != "prog "+cmdenv.Version+"\n" {
+	if code := Placeholder("prog", "usage: prog", "issue 9", e); code != ExitOK || out.String() != cmdenv.VersionLine("prog")+"\n" {
 		t.Errorf("--version: %d %q", code, out.String())
 	}
 }
