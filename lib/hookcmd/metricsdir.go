@@ -68,32 +68,37 @@ func metricsDir(r host.Root, cfg *config.Config, sp *state.Spool, log *slog.Logg
 	const msg = "metrics not written: no node_exporter textfile directory"
 	attrs := []any{"metrics_dir", setting, "tried", strings.Join(tried, "; "),
 		"fix", fmt.Sprintf("set general.metrics_dir in %s to the directory node_exporter's %s names (gpuprep does not create it), or to \"\" for no metrics", file, textfiledir.Flag)}
-	if warnedThisBoot(r, sp, setting, log) {
+	switch warned, once := warnedThisBoot(r, sp, setting, log); {
+	case warned:
 		log.Debug(msg, attrs...)
-		return ""
+	case once:
+		log.Warn(msg+" (said once per boot)", attrs...)
+	default:
+		log.Warn(msg, attrs...)
 	}
-	log.Warn(msg+" (said once per boot)", attrs...)
 	return ""
 }
 
 // warnedThisBoot says whether the warning for setting was given in this
-// boot, and records that it now is. Without a boot id (a fixture root
-// lacking /proc/sys/kernel/random/boot_id) every run warns.
-func warnedThisBoot(r host.Root, sp *state.Spool, setting string, log *slog.Logger) bool {
+// boot, and records that it now is (once: it could be recorded). Without a
+// boot id (a fixture root lacking /proc/sys/kernel/random/boot_id) every
+// run warns.
+func warnedThisBoot(r host.Root, sp *state.Spool, setting string, log *slog.Logger) (warned, once bool) {
 	boot, err := host.ReadBootID(r)
 	if err != nil {
 		log.Debug("metrics: cannot tell boots apart, warning every run", "err", err)
-		return false
+		return false, false
 	}
 	now := metricsWarned{BootID: boot, Setting: setting}
 	var was metricsWarned
 	if found, err := sp.ReadJSON(metricsWarnedFile, &was); found && err == nil && was == now {
-		return true
+		return true, true
 	}
 	if err := sp.WriteJSON(metricsWarnedFile, now); err != nil {
 		log.Debug("metrics: warning not remembered", "err", err)
+		return false, false
 	}
-	return false
+	return false, true
 }
 
 // forgetMetricsWarning removes metricsWarnedFile once a directory is there,
