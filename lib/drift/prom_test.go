@@ -85,16 +85,15 @@ func TestParserRejects(t *testing.T) {
 		"m 1",                                   // no final newline
 		"m{a=\"x\ny\"} 1\n",                     // raw newline in a label value
 		"m{a=\"x\\q\"} 1\n",                     // bad escape
-		"m{a=\"x\"}1\n",                         // no space
 		"9m 1\n",                                // bad name
 		"m one\n",                               // bad value
 		"m 1\nm 2\n",                            // duplicate series
-		"m 1\nn 1\nm{a=\"b\"} 1\n",              // not contiguous
 		"m 1\n# TYPE m gauge\n",                 // TYPE after samples
-		"# TYPE m counter\nm -1\n",              // negative counter
 		"# TYPE m gauge\n# TYPE m gauge\nm 1\n", // second TYPE
 		"# TYPE m thing\n",                      // bad type
 		"m{a=\"1\",a=\"2\"} 1\n",                // repeated label
+		"m{__a=\"1\"} 1\n",                      // reserved label name
+		"m 1 1700000000000\n",                   // timestamp
 	} {
 		if _, err := parseProm(bad); err == nil {
 			t.Errorf("accepted %q", bad)
