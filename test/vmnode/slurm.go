@@ -10,7 +10,19 @@ import (
 )
 
 // Job states that end a job (scontrol's JobState).
-var EndedStates = []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+var EndedStates = []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", Purged}
+
+// Purged is the state JobState gives a job slurmctld no longer knows
+// (scontrol: "Invalid job id specified"): it ended MinJobAge (300 s) ago,
+// or it was purged sooner, as a job slurmctld restored on a node that then
+// rebooted was once (a CI run then polled it until its deadline). It counts
+// as ended.
+const Purged = "PURGED"
+
+// jobGone says whether err is scontrol's answer for a job it does not know.
+func jobGone(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Invalid job id specified")
+}
 
 // Sbatch submits a batch job as user ("" or "root" for root) running the
 // shell command wrap (sbatch --wrap), its output to /dev/null unless args
@@ -86,6 +98,9 @@ func ParseScontrol(line string) map[string]string {
 // JobState is the job's JobState ("PENDING", "RUNNING", "COMPLETED", ...).
 func (v *VM) JobState(ctx context.Context, id int) (string, error) {
 	j, err := v.Job(ctx, id)
+	if jobGone(err) {
+		return Purged, nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -95,6 +110,9 @@ func (v *VM) JobState(ctx context.Context, id int) (string, error) {
 // probeJobState is JobState as one attempt of a polling loop (probeTimeout).
 func (v *VM) probeJobState(ctx context.Context, id int) (string, error) {
 	out, err := v.probe(ctx, jobCmd(id))
+	if jobGone(err) {
+		return Purged, nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -112,7 +130,8 @@ func (v *VM) probeNodeState(ctx context.Context) (state, reason string, err erro
 }
 
 // WaitJobState polls (every half second) until the job is in one of states
-// and returns that state; a job that ends in another state is an error.
+// and returns that state; a job that ends in another state (Purged
+// included) is an error.
 func (v *VM) WaitJobState(ctx context.Context, id int, states ...string) (string, error) {
 	var last string
 	for {
