@@ -24,6 +24,15 @@
 #   GPUPREP_VM_MIRROR  Debian mirror (default: the one in this machine's
 #                      /etc/apt/sources.list.d/debian.sources, else
 #                      http://deb.debian.org/debian)
+#   GPUPREP_VM_RELEASE the Debian release: bookworm (default: Slurm 22.05), #release
+#                      trixie (Slurm 24.11) or sid (Slurm 26.05). Each has its #release
+#                      own key and image; building one never removes another #release
+#                      release's image. #release
+# #release
+# Lines ending in "#release" are left out of bookworm's key: they are the #release
+# per-release switches, none of which changes what a bookworm image holds, so #release
+# the bookworm image keeps the key it had before releases were added. Keep it #release
+# so: a line that changes the bookworm build must not carry the mark. #release
 #
 # Installs what it needs on the host with apt-get when missing: qemu-system-x86,
 # qemu-utils, debootstrap, openssh-client, e2fsprogs. Downloaded packages are
@@ -38,6 +47,8 @@ initramfs_init=$here/files/initramfs/init
 initrd_modules=(virtio_pci virtio_blk virtio_net crc32c_generic ext4)
 cache=${GPUPREP_VM_CACHE:-/var/cache/gpuprep-vm}
 suite=bookworm
+suite=${GPUPREP_VM_RELEASE:-bookworm} #release
+case $suite in bookworm | trixie | sid) ;; *) echo "build-image: GPUPREP_VM_RELEASE=$suite: want bookworm, trixie or sid" >&2 && exit 2 ;; esac #release
 image_size=4G
 # Packages installed into the image (beyond debootstrap's minbase).
 packages=(
@@ -72,6 +83,7 @@ mirror=${mirror%/}
 security=${mirror%/debian}/debian-security
 
 # The key: this script, each file under files/ (path and content) and the mirror.
+image_key() { #release
 key=$(
 	{
 		sha256sum <"$here/build-image.sh"
@@ -79,6 +91,16 @@ key=$(
 		echo "$mirror $suite"
 	} | sha256sum | cut -c1-16
 )
+} #release
+# bookworm: the script without its "#release" lines (see the top); the #release
+# others: all of it (and their suite differs anyway). #release
+if [ "$suite" = bookworm ]; then #release
+	keydir=$(mktemp -d) #release
+	grep -v '#release$' "$here/build-image.sh" >"$keydir/build-image.sh" #release
+	ln -s "$here/files" "$keydir/files" #release
+	here=$keydir image_key #release
+	rm -rf "$keydir" #release
+else image_key; fi #release
 final=$cache/$key
 
 # Tools the host needs to boot the image (and, to build it, more).
@@ -232,10 +254,21 @@ mkdir -p "$ird/bin" "$ird/dev" "$ird/proc" "$ird/sys" "$ird/root"
 install -m 0755 "$root/bin/busybox" "$ird/bin/busybox"
 install -m 0755 "$initramfs_init" "$ird/init"
 mknod -m 0600 "$ird/dev/console" c 5 1
+# trixie, sid: a module of the list may be built into the kernel or gone (as #release
+# crc32c_generic in newer kernels): keep those modinfo knows as modules. #release
+if [ "$suite" != bookworm ]; then #release
+	mapfile -t initrd_modules < <(for m in "${initrd_modules[@]}"; do chroot "$root" modinfo -k "$kver" -F filename "$m" 2>/dev/null | grep -q '\.ko' && echo "$m"; done) #release
+fi #release
 chroot "$root" modprobe -S "$kver" --show-depends -a "${initrd_modules[@]}" |
 	awk '$1 == "insmod" && !seen[$2]++ { print $2 }' >"$ird/modules"
 [ -s "$ird/modules" ] || die "modprobe --show-depends listed no module"
 while read -r m; do install -D -m 0644 "$root$m" "$ird$m"; done <"$ird/modules"
+# trixie, sid: the kernel's modules are compressed (.ko.xz, .ko.zst) and #release
+# busybox's insmod wants plain ones: unpack them inside the initramfs. #release
+if grep -q '\.ko\.' "$ird/modules"; then #release
+	while read -r m; do case $m in *.ko.xz) xz -d "$ird$m" ;; *.ko.zst) zstd -q -d --rm "$ird$m" ;; esac; done <"$ird/modules" #release
+	sed -i 's/\.ko\.\(xz\|zst\)$/.ko/' "$ird/modules" #release
+fi #release
 chroot "$root" sh -c 'cd /tmp/gpuprep-initrd && find . | LC_ALL=C sort | cpio -o -H newc --quiet' >"$out/initrd.img"
 rm -rf "$ird"
 
@@ -272,6 +305,7 @@ mv -T "$out" "$final"
 for old in "$cache"/*; do
 	b=${old##*/}
 	[ "$old" != "$final" ] && [ -d "$old" ] && [[ $b =~ ^[0-9a-f]{16}$ ]] || continue
+	grep -qsx "SUITE=$suite" "$old/image.env" || continue # another release's image #release
 	if grep -qsF "$old/" /proc/[0-9]*/cmdline; then
 		say "keeping $old: a running VM uses it"
 		continue

@@ -22,7 +22,10 @@
 # Under TCG a boot takes a minute or two.
 #
 # Environment: GPUPREP_VM_STATE (the folder of the VM of boot/ssh/stop,
-# default /tmp/gpuprep-vm), GPUPREP_VM_CACHE (see build-image.sh).
+# default /tmp/gpuprep-vm), GPUPREP_VM_CACHE and GPUPREP_VM_RELEASE (the
+# Debian release of the image: bookworm, the default, trixie or sid; see
+# build-image.sh). Give each release's VM its own GPUPREP_VM_STATE to run
+# them side by side.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

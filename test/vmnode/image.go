@@ -54,6 +54,10 @@ func RepoRoot() (string, error) {
 // image when its inputs are unchanged and otherwise builds it (as root, a few
 // minutes; it installs qemu and debootstrap on the host when missing). Its
 // progress lines go to stderr. Without a deadline in ctx it gets 30 minutes.
+// The script inherits this process's environment, so GPUPREP_VM_RELEASE
+// (bookworm by default, trixie or sid) picks the Debian release, and so the
+// Slurm, systemd and kernel of the image; Info's SUITE and SLURM_VERSION say
+// which one was built.
 func Build(ctx context.Context) (Image, error) {
 	root, err := RepoRoot()
 	if err != nil {

@@ -100,7 +100,7 @@ func Boot(ctx context.Context, img Image, opts Options) (*VM, error) {
 		v.Close()
 		return nil, err
 	}
-	v.log.Info("vm: booting", "dir", v.Dir, "port", v.Port, "kernel", img.Info["KERNEL_VERSION"], "slurm", img.Info["SLURM_VERSION"])
+	v.log.Info("vm: booting", "dir", v.Dir, "port", v.Port, "release", img.Info["SUITE"], "kernel", img.Info["KERNEL_VERSION"], "slurm", img.Info["SLURM_VERSION"])
 	if err := v.waitUp(ctx, ""); err != nil {
 		v.Close()
 		return nil, err
