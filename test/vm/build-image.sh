@@ -190,6 +190,8 @@ deb $mirror $suite main
 deb $mirror $suite-updates main
 deb $security $suite-security main
 EOF
+# sid: no sid-updates or sid-security suite exists (apt-get update fails on them). #release
+[ "$suite" != sid ] || echo "deb $mirror $suite main" >"$root/etc/apt/sources.list" #release
 # Our files first: initramfs-tools' config must be there when the kernel
 # package builds the initrd. Modes are normalised (a checkout's umask must
 # not make slurm.conf group-writable).
@@ -200,6 +202,9 @@ EOF
 done
 
 say "apt-get install ${packages[*]}"
+# sid: a mirror that serves a frozen copy of sid has a Release file past its #release
+# Valid-Until ("is expired"; seen 2026-12 on this project's mirror): accept it. #release
+[ "$suite" != sid ] || echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99gpuprep-vm-sid" #release
 in_root apt-get update
 in_root apt-get install -y --no-install-recommends "${packages[@]}"
 
