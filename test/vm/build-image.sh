@@ -58,6 +58,8 @@ packages=(
 	munge slurmd slurmctld slurm-client
 	hwloc python3 busybox-static
 )
+# sid: initramfs-tools no longer pulls in cpio, which makes the VM's initramfs below. #release
+[ "$suite" != sid ] || packages+=(cpio) #release
 kernel_cmdline="console=ttyS0,115200 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 systemd.firstboot=off panic=-1 mitigations=off tsc=reliable net.ifnames=0"
 
 say() { echo "build-image: $*" >&2; }
