@@ -259,7 +259,8 @@ func shortJob(t *testing.T, ctx context.Context) {
 // the VM rebooted mid-job: the node ends at its baseline each time.
 func TestIsolationSurvivesCrashes(t *testing.T) {
 	Node(t)
-	ctx := Ctx(t, 20*time.Minute)
+	// 30 minutes: the reboot scenario may wait up to 15 for slurmctld.
+	ctx := Ctx(t, 30*time.Minute)
 	SetConfig(t, hkConfig)
 	addUnit(t, ctx, "hog.service", hogUnit, true)
 	MustRun(t, ctx, "systemctl enable hog.service")
@@ -335,16 +336,17 @@ func TestIsolationSurvivesCrashes(t *testing.T) {
 			}
 		}
 		// slurmctld 22.05 may keep the restored job's CPUs allocated
-		// (the node "mixed", no job in squeue) for many minutes after
-		// its epilog ran (13 in one CI run): what an admin does then is
-		// set the node down and resume it. gpuprep is not involved.
+		// after its epilog ran: sinfo says "mixed" (scontrol: IDLE,
+		// CPUAlloc=0) with no job in squeue, for 8 and 13 minutes in two
+		// CI runs, until slurmctld lets go by itself (setting the node
+		// down and resuming it did not help). gpuprep is not involved;
+		// the test waits, and says so.
 		idleCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		_, _, err := node.WaitNodeState(idleCtx, "idle")
 		cancel()
 		if err != nil {
 			st, reason, _ := node.NodeState(ctx)
-			t.Logf("node %s (%s) 90 s after the restored job ended; setting it down and resuming it", st, reason)
-			MustRun(t, ctx, "scontrol update nodename=gpunode state=down reason=gpuprep-reboot-test && scontrol update nodename=gpunode state=resume")
+			t.Logf("node %s (%s) 90 s after the restored job ended, with no job left: waiting for slurmctld to release its allocation", st, reason)
 		}
 		if _, _, err := node.WaitNodeState(ctx, "idle"); err != nil {
 			t.Fatal(err)
