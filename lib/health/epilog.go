@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,7 +19,8 @@ import (
 
 // leftovers is the leftover_processes check: processes on the job's GPUs
 // (NVML's running processes) that belong to the finished job (their
-// /proc/<pid>/cgroup names Slurm's job_<id>). Slurm has killed the job's
+// /proc/<pid>/cgroup names Slurm's job_<id>, or the job's SLUID on Slurm
+// 26.05). Slurm has killed the job's
 // processes by the time the epilog runs, so one still there is stuck
 // (uninterruptible, holding the GPU) and the next job would share the GPU.
 func leftovers(_ context.Context, o Options, f *Facts) []Result {
@@ -90,17 +92,25 @@ func procHolders(o Options, minor int) ([]int, error) {
 }
 
 // inJob says whether /proc/<pid>/cgroup puts the process in the job's
-// Slurm cgroup (".../job_<id>/..." under cgroup v1 or v2).
+// Slurm cgroup: a path with a job_<id> folder (cgroup v1 or v2), or with
+// a folder named by the job's SLUID (Slurm 26.05, cgroup v2).
 func inJob(o Options, pid int) bool {
 	b, err := o.Root.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return false
 	}
-	needle := "/job_" + o.JobID
+	names := []string{"job_" + o.JobID}
+	if o.JobSLUID != "" {
+		names = append(names, o.JobSLUID)
+	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if i := strings.Index(l, needle); i >= 0 {
-			rest := l[i+len(needle):]
-			if rest == "" || rest[0] == '/' {
+		// hierarchy-ID:controllers:path
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, dir := range strings.Split(parts[2], "/") {
+			if slices.Contains(names, dir) {
 				return true
 			}
 		}

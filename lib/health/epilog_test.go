@@ -29,6 +29,21 @@ func TestEpilogLeftovers(t *testing.T) {
 	}
 }
 
+// On Slurm 26.05 the job's cgroup is named by its SLUID
+// (SLURM_JOB_SLUID), with no job_<id> anywhere.
+func TestEpilogLeftoversSLUID(t *testing.T) {
+	n := newNode(t)
+	n.write("/proc/4242/cgroup", "0::/system.slice/gpunode_slurmstepd.scope/s6KSM8TX3WZG00/step_0/user/task_0\n")
+	n.write("/proc/5151/cgroup", "0::/system.slice/gpunode_slurmstepd.scope/s7AAAAAAAAAAAA/step_0\n")
+	gpumock.SetFaults(n.dev(3), gpumock.Faults{Processes: []int{4242, 5151}})
+	rep, err := Run(t.Context(), Options{Op: "epilog", Root: n.root, GPU: n.b, Health: n.cfg, Spool: n.spool, JobID: "42", JobSLUID: "s6KSM8TX3WZG00"})
+	must(t, err)
+	f := rep.Fatal()
+	if len(f) != 1 || f[0].Reason != gpu3+": process 4242 of job 42 still on the GPU after the job" {
+		t.Errorf("fatal %+v, want process 4242 (in the job's SLUID cgroup) only", f)
+	}
+}
+
 // Without NVML (procfs), the job's processes holding /dev/nvidia<minor>
 // open are found through /proc.
 func TestEpilogLeftoversProcfs(t *testing.T) {

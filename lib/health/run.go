@@ -35,9 +35,12 @@ type Options struct {
 	// ReadOnly reads it and writes nothing (--health, --dry-run).
 	Spool    *state.Spool
 	ReadOnly bool
-	// JobID is the finished job, for the epilog's leftover processes.
-	JobID string
-	Log   *slog.Logger
+	// JobID is the finished job, for the epilog's leftover processes, and
+	// JobSLUID its SLURM_JOB_SLUID ("" before Slurm 26.05, which names
+	// the job's cgroup after it).
+	JobID    string
+	JobSLUID string
+	Log      *slog.Logger
 }
 
 // Run gathers the facts, evaluates the op's checks, debounces, and

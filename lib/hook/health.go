@@ -48,7 +48,7 @@ func checkHealth(ctx context.Context, o *Options, out *Outcome, op string, gpus 
 		scope = []gpu.Device{}
 	}
 	rep, err := health.Run(ctx, health.Options{Op: op, Root: o.Root, GPU: o.GPU, Health: h, Models: models, GPUs: scope,
-		Spool: o.Spool, ReadOnly: o.DryRun, JobID: jobKey(o.Job), Log: o.Log})
+		Spool: o.Spool, ReadOnly: o.DryRun, JobID: jobKey(o.Job), JobSLUID: o.Job.SLUID, Log: o.Log})
 	if err != nil {
 		return nodeErrorf("health: %v", err)
 	}

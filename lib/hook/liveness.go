@@ -22,7 +22,7 @@ type Released struct {
 //     general.dead_job_grace (the time a job may run without a cgroup,
 //     between its prolog and its first step): Slurm's cgroup tree is on
 //     the node but holds no job_<id> cgroup anywhere (any hierarchy, any
-//     depth), and no slurmstepd of the job runs (a root process whose exe
+//     depth) nor, on Slurm 26.05, one named by the job's SLUID, and no slurmstepd of the job runs (a root process whose exe
 //     is slurmstepd, named "slurmstepd: [<id>.<step>]");
 //   - its prolog ran longer ago than general.max_job_age (when set).
 //
@@ -50,8 +50,8 @@ func deadJobs(o *Options, s *spoolState, except string) []Released {
 		if ev == nil {
 			ev = lookForJobs(o)
 		}
-		if gone, where := ev.gone(job); gone {
-			dead = append(dead, Released{Job: job, Kind: "cgroup", Reason: fmt.Sprintf("no cgroup job_%s under %s and no slurmstepd of the job: the job is over but its epilog did not run", job, where)})
+		if gone, where := ev.gone(job, rec.SLUID); gone {
+			dead = append(dead, Released{Job: job, Kind: "cgroup", Reason: fmt.Sprintf("no cgroup %s under %s and no slurmstepd of the job: the job is over but its epilog did not run", slurm.JobCgroupName(job, rec.SLUID), where)})
 		}
 	}
 	return dead
@@ -78,10 +78,10 @@ func lookForJobs(o *Options) *jobEvidence {
 	return ev
 }
 
-// gone says whether every sign of job is gone; where names the folders
-// looked in.
-func (ev *jobEvidence) gone(job string) (bool, string) {
-	if ev.cg == nil || !ev.cg.Present() || ev.cg.Has(job) {
+// gone says whether every sign of job (with its SLUID, "" before Slurm
+// 26.05) is gone; where names the folders looked in.
+func (ev *jobEvidence) gone(job, sluid string) (bool, string) {
+	if ev.cg == nil || !ev.cg.Present() || ev.cg.Has(job, sluid) {
 		return false, ""
 	}
 	if !ev.scanned {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gpuprep/internal/fakeproc"
@@ -113,5 +114,33 @@ func TestReleasedJobNoticesRemoved(t *testing.T) {
 	}
 	if n, err := nodedesc.LoadNotice(r, 2); err != nil || len(n.Messages) != 1 {
 		t.Errorf("live job 2's notices: %+v, %v", n, err)
+	}
+}
+
+// Slurm 26.05 names a job's cgroup after its SLUID (SLURM_JOB_SLUID), not
+// job_<id>: the job lives while that cgroup exists and is released once it
+// is gone, with the reason naming the cgroup looked for.
+func TestLiveJobBySLUID(t *testing.T) {
+	e := newRecoveryEnv(t)
+	scope := filepath.Join(e.root, "sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope")
+	job1 := filepath.Join(scope, "s6KSM8TX3WZG00")
+	os.MkdirAll(filepath.Join(job1, "step_extern"), 0o755)
+	o := e.opts(1, []int{0}, "")
+	o.Job.SLUID = "s6KSM8TX3WZG00"
+	if _, err := Prolog(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.prolog(2, []int{1}, ""); released(out, "1") {
+		t.Fatalf("job 2's prolog released the live job 1 (its cgroup %s is there): %+v", job1, out.Released)
+	}
+	os.RemoveAll(job1)
+	out := e.prolog(3, []int{2}, "")
+	if !released(out, "1") {
+		t.Fatalf("after job 1's cgroup went: released %+v, want job 1", out.Released)
+	}
+	for _, r := range out.Released {
+		if r.Job == "1" && !strings.Contains(r.Reason, "no cgroup s6KSM8TX3WZG00 under") {
+			t.Errorf("reason %q does not name the SLUID cgroup looked for", r.Reason)
+		}
 	}
 }

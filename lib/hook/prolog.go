@@ -175,7 +175,7 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if err := checkDeadline(ctx, "applying the profile"); err != nil {
 		return out, err
 	}
-	rec := &JobRecord{Job: out.Job, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
+	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
 		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes), Fallback: fallback}
 	for _, g := range gpus {
 		rec.GPUs = append(rec.GPUs, g.UUID)

@@ -60,7 +60,10 @@ func (n NodeFile) clone() NodeFile {
 
 // JobRecord is what a prolog leaves for its job's epilog (job-<id>.json).
 type JobRecord struct {
-	Job     string    `json:"job"`
+	Job string `json:"job"`
+	// SLUID is the job's SLURM_JOB_SLUID (Slurm 26.05 and later, which
+	// names the job's cgroup after it); "" before.
+	SLUID   string    `json:"sluid,omitempty"`
 	User    string    `json:"user"`
 	Profile string    `json:"profile"`
 	Started time.Time `json:"started"`

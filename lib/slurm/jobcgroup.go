@@ -19,7 +19,9 @@ import (
 //
 //   - cgroup v2 (cgroup/v2 plugin): <slurmd's parent>/slurmstepd.scope/job_<id>,
 //     by default /sys/fs/cgroup/system.slice/slurmstepd.scope; with several
-//     slurmd per host, <nodename>_slurmstepd.scope. slurmd may sit in a
+//     slurmd per host (and in Debian's build), <nodename>_slurmstepd.scope.
+//     Slurm 26.05 names the job's cgroup after its SLUID instead
+//     (slurmstepd.scope/s6KSM8TX3WZG00, sluid.go). slurmd may sit in a
 //     nested slice (Slice= in a drop-in) or inside a container's cgroup,
 //     so the scope may be at any depth.
 //   - cgroup v1: /sys/fs/cgroup/<controller>/slurm/uid_<uid>/job_<id> in each
@@ -32,9 +34,10 @@ type JobCgroups struct {
 	// V1Roots are Slurm's cgroup v1 trees, slurm and slurm_<node> (node
 	// paths, sorted).
 	V1Roots []string
-	// Jobs are every job_<id> cgroup (node paths, sorted).
+	// Jobs are every job cgroup: job_<id>, and <SLUID> directly in a
+	// slurmstepd scope (node paths, sorted).
 	Jobs []string
-	// ids are the jobs of Jobs.
+	// ids are the job ids and SLUIDs of Jobs.
 	ids map[string]bool
 }
 
@@ -117,6 +120,7 @@ func (w *cgroupWalk) walk(dir string, depth int) error {
 		}
 		return fmt.Errorf("slurm cgroups: %w", err)
 	}
+	inScope := strings.HasSuffix(dir, StepdScopeSuffix)
 	for _, e := range ents {
 		if !e.IsDir() { // files, and symlinks (never followed)
 			continue
@@ -125,7 +129,11 @@ func (w *cgroupWalk) walk(dir string, depth int) error {
 		if w.dirs++; w.dirs > maxCgroupDirs {
 			return fmt.Errorf("slurm cgroups: more than %d cgroups under %s: %w", maxCgroupDirs, cgroupMount, ErrCgroupTreeTooLarge)
 		}
-		if id, ok := JobCgroupID(name); ok {
+		id, ok := JobCgroupID(name)
+		if !ok && inScope && isSLUIDCgroup(name) {
+			id, ok = name, true
+		}
+		if ok {
 			w.jc.Jobs = append(w.jc.Jobs, p)
 			w.jc.ids[id] = true
 			continue // its steps and tasks
@@ -183,7 +191,18 @@ func (jc *JobCgroups) Where() string {
 	return strings.Join(in, ", ")
 }
 
-// Has says whether job has a cgroup (job_<id> anywhere in any hierarchy).
-func (jc *JobCgroups) Has(job string) bool {
-	return jc != nil && jc.ids[job]
+// Has says whether job has a cgroup: job_<id> anywhere in any hierarchy,
+// or, when sluid (the job's SLURM_JOB_SLUID) is not "", a cgroup of that
+// name in a slurmstepd scope (Slurm 26.05).
+func (jc *JobCgroups) Has(job, sluid string) bool {
+	return jc != nil && (jc.ids[job] || (sluid != "" && jc.ids[sluid]))
+}
+
+// JobCgroupName is the name of a job's cgroup as Slurm makes it: its SLUID
+// where Slurm gave one (26.05), else job_<id>.
+func JobCgroupName(job, sluid string) string {
+	if sluid != "" {
+		return sluid
+	}
+	return "job_" + job
 }

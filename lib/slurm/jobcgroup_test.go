@@ -3,6 +3,7 @@ package slurm
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"gpuprep/lib/host"
@@ -25,8 +26,8 @@ func TestJobCgroupsV2(t *testing.T) {
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
-	if !jc.Has("12") || jc.Has("13") || jc.Has("1") {
-		t.Errorf("Has(12)=%v Has(13)=%v Has(1)=%v", jc.Has("12"), jc.Has("13"), jc.Has("1"))
+	if !jc.Has("12", "") || jc.Has("13", "") || jc.Has("1", "") {
+		t.Errorf("Has(12)=%v Has(13)=%v Has(1)=%v", jc.Has("12", ""), jc.Has("13", ""), jc.Has("1", ""))
 	}
 	if jc.Where() != "/sys/fs/cgroup/system.slice/slurmstepd.scope" {
 		t.Errorf("Where = %s", jc.Where())
@@ -53,20 +54,70 @@ func TestJobCgroupsV1(t *testing.T) {
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
-	if !jc.Has("7") || !jc.Has("9") || jc.Has("8") {
-		t.Errorf("Has(7)=%v Has(9)=%v Has(8)=%v", jc.Has("7"), jc.Has("9"), jc.Has("8"))
+	if !jc.Has("7", "") || !jc.Has("9", "") || jc.Has("8", "") {
+		t.Errorf("Has(7)=%v Has(9)=%v Has(8)=%v", jc.Has("7", ""), jc.Has("9", ""), jc.Has("8", ""))
 	}
 	// The hierarchy without any job yet still counts as present.
 	root2 := t.TempDir()
 	mkdirs(t, root2, "sys/fs/cgroup/freezer/slurm")
-	if jc, _ := FindJobCgroups(host.NewRoot(root2)); !jc.Present() || jc.Has("1") {
+	if jc, _ := FindJobCgroups(host.NewRoot(root2)); !jc.Present() || jc.Has("1", "") {
 		t.Errorf("empty v1 slurm hierarchy: present=%v", jc.Present())
 	}
 }
 
 func TestJobCgroupsNone(t *testing.T) {
 	jc, err := FindJobCgroups(host.NewRoot(t.TempDir()))
-	if err != nil || jc.Present() || jc.Has("1") {
+	if err != nil || jc.Present() || jc.Has("1", "") {
 		t.Fatalf("no cgroupfs: present=%v err=%v", jc.Present(), err)
+	}
+}
+
+// Slurm 26.05's cgroup/v2 plugin names a job's cgroup after its SLUID
+// (seen in a Debian sid VM: gpunode_slurmstepd.scope/s6KSM8TX3WZG00), and
+// the job is found by it; a SLUID-shaped name anywhere else is no job.
+func TestJobCgroupsV2SLUID(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmd.service/slurmd",
+		"sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/system",
+		"sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/s6KSM8TX3WZG00/step_batch/user/task_0",
+		"sys/fs/cgroup/system.slice/s7AAAAAAAAAAAA",
+		"sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/s7bbbbbbbbbbbb")
+	os.WriteFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers"), []byte("cpuset cpu memory\n"), 0o644)
+	jc, err := FindJobCgroups(host.NewRoot(root))
+	if err != nil || !jc.Present() {
+		t.Fatalf("present=%v err=%v", jc.Present(), err)
+	}
+	if !jc.Has("1", "s6KSM8TX3WZG00") {
+		t.Error("job 1 (SLUID s6KSM8TX3WZG00) has no cgroup, want found in the scope")
+	}
+	if jc.Has("1", "") {
+		t.Error("job 1 found without its SLUID: no job_1 exists")
+	}
+	if jc.Has("2", "s7AAAAAAAAAAAA") {
+		t.Error("a SLUID-named cgroup outside the slurmstepd scope counted as a job")
+	}
+	if jc.Has("3", "s7BBBBBBBBBBBB") {
+		t.Error("a lower-case cgroup name (Slurm writes upper case) counted as the job's")
+	}
+	want := []string{"/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/s6KSM8TX3WZG00"}
+	if !slices.Equal(jc.Jobs, want) {
+		t.Errorf("Jobs = %q, want %q (nothing under the job is walked)", jc.Jobs, want)
+	}
+}
+
+func TestParseSLUID(t *testing.T) {
+	for in, want := range map[string]string{
+		"s6KSM8TX3WZG00": "s6KSM8TX3WZG00",
+		"S6ksm8tx3wzg00": "s6KSM8TX3WZG00",
+		"sBR1JB8J1YM400": "sBR1JB8J1YM400", // Slurm's own test vector
+	} {
+		if got, ok := ParseSLUID(in); !ok || got != want {
+			t.Errorf("ParseSLUID(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "s", "6KSM8TX3WZG00x", "s6KSM8TX3WZG0", "s6KSM8TX3WZG000", "sIKSM8TX3WZG00", "sUKSM8TX3WZG00", "job_12", "s6KSM8TX3WZ/00"} {
+		if got, ok := ParseSLUID(bad); ok {
+			t.Errorf("ParseSLUID(%q) = %q, true; want false", bad, got)
+		}
 	}
 }

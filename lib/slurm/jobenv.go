@@ -17,7 +17,10 @@ const (
 // environment (Slurm 22.05; see ../shared/notes/slurm-facts.md). slurmd
 // passes no PATH and no HOME.
 type Job struct {
-	ID        uint64 // SLURM_JOB_ID (required)
+	ID uint64 // SLURM_JOB_ID (required)
+	// SLUID is SLURM_JOB_SLUID (Slurm 26.05 and later, sluid.go), in
+	// Slurm's form; "" when unset.
+	SLUID     string
 	User      string // SLURM_JOB_USER
 	UID, GID  int    // SLURM_JOB_UID, SLURM_JOB_GID; -1 when unset
 	Partition string // SLURM_JOB_PARTITION
@@ -83,6 +86,13 @@ func JobFromEnv(getenv func(string) string) (Job, error) {
 		return Job{}, &EnvError{Var: "SLURM_JOB_ID", Value: idStr, Msg: "not a job id"}
 	}
 	j.ID = id
+	if v := getenv("SLURM_JOB_SLUID"); v != "" {
+		if sl, ok := ParseSLUID(v); ok {
+			j.SLUID = sl
+		} else {
+			e.fail("SLURM_JOB_SLUID", v, "not a SLUID (s and 13 base-32 digits)")
+		}
+	}
 	j.User = getenv("SLURM_JOB_USER")
 	j.Partition = getenv("SLURM_JOB_PARTITION")
 	j.Cluster = getenv("SLURM_CLUSTER_NAME")

@@ -113,6 +113,17 @@ func TestJobFromEnvGPUForms(t *testing.T) {
 	}
 }
 
+// Slurm 26.05 gives the job's SLUID (seen in a Debian sid VM's prolog).
+func TestJobFromEnvSLUID(t *testing.T) {
+	j, err := JobFromEnv(envOf(map[string]string{"SLURM_JOB_ID": "1", "SLURM_JOB_SLUID": "s6ksm8tx3wzg00"}))
+	if err != nil || j.SLUID != "s6KSM8TX3WZG00" {
+		t.Errorf("SLUID = %q, %v; want s6KSM8TX3WZG00", j.SLUID, err)
+	}
+	if j, _ := JobFromEnv(envOf(map[string]string{"SLURM_JOB_ID": "1"})); j.SLUID != "" {
+		t.Errorf("SLUID = %q without SLURM_JOB_SLUID (Slurm before 26.05), want empty", j.SLUID)
+	}
+}
+
 func TestJobFromEnvBad(t *testing.T) {
 	tests := []struct {
 		set  map[string]string
@@ -130,6 +141,7 @@ func TestJobFromEnvBad(t *testing.T) {
 		{map[string]string{"SLURM_JOB_NUM_NODES": "two"}, `SLURM_JOB_NUM_NODES="two": not a node count`},
 		{map[string]string{"SLURM_JOB_CPUS_PER_NODE": "72(x"}, `SLURM_JOB_CPUS_PER_NODE="72(x": not a CPU count list like 72(x2),36`},
 		{map[string]string{"CUDA_VISIBLE_DEVICES": "0,gpu1"}, `CUDA_VISIBLE_DEVICES="0,gpu1": "gpu1" is neither an index nor a GPU-/MIG- UUID`},
+		{map[string]string{"SLURM_JOB_SLUID": "../../etc"}, `SLURM_JOB_SLUID="../../etc": not a SLUID (s and 13 base-32 digits)`},
 		{map[string]string{"SLURM_JOB_EXIT_CODE": "-1"}, `SLURM_JOB_EXIT_CODE="-1": not a wait status`},
 		{map[string]string{"SLURM_JOB_EXIT_CODE": "0", "SLURM_JOB_EXIT_CODE2": "3"}, `SLURM_JOB_EXIT_CODE2="3": not code:signal`},
 		{map[string]string{"SLURM_JOB_EXIT_CODE": "0", "SLURM_JOB_DERIVED_EC": "x"}, `SLURM_JOB_DERIVED_EC="x": not a wait status`},

@@ -33,8 +33,8 @@ func TestJobCgroupsAnyDepth(t *testing.T) {
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
-	if !jc.Has("1") || jc.Has("77") || jc.Has("2") {
-		t.Errorf("Has(1)=%v Has(77)=%v Has(2)=%v; want only job 1 (nothing under a job is walked)", jc.Has("1"), jc.Has("77"), jc.Has("2"))
+	if !jc.Has("1", "") || jc.Has("77", "") || jc.Has("2", "") {
+		t.Errorf("Has(1)=%v Has(77)=%v Has(2)=%v; want only job 1 (nothing under a job is walked)", jc.Has("1", ""), jc.Has("77", ""), jc.Has("2", ""))
 	}
 	if want := []string{"/" + deep, "/sys/fs/cgroup/system.slice/slurmstepd.scope"}; !slices.Equal(jc.Scopes, want) {
 		t.Errorf("Scopes = %q, want %q", jc.Scopes, want)
@@ -49,7 +49,7 @@ func TestJobCgroupsNoSymlinks(t *testing.T) {
 	os.Symlink("cpu,cpuacct", filepath.Join(root, "sys/fs/cgroup/cpu"))
 	os.Symlink("../../../../../elsewhere", filepath.Join(root, "sys/fs/cgroup/cpu,cpuacct/slurm/uid_0/more"))
 	jc, err := FindJobCgroups(host.NewRoot(root))
-	if err != nil || !jc.Has("4") || jc.Has("5") || len(jc.Jobs) != 1 {
+	if err != nil || !jc.Has("4", "") || jc.Has("5", "") || len(jc.Jobs) != 1 {
 		t.Fatalf("jobs %q, err %v; want only cpu,cpuacct's job_4", jc.Jobs, err)
 	}
 }
