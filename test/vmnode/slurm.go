@@ -162,11 +162,11 @@ func (v *VM) WaitJobRunning(ctx context.Context, id int) (string, error) {
 		return "", fmt.Errorf("%w (state %s)", err, st)
 	}
 	// The job script's processes: step_batch/user/task_N (cgroup/v2).
-	cmd := fmt.Sprintf("cat /sys/fs/cgroup/*/*slurmstepd.scope/job_%[1]d/step_batch/user/task_*/cgroup.procs"+
-		" /sys/fs/cgroup/*slurmstepd.scope/job_%[1]d/step_batch/user/task_*/cgroup.procs 2>/dev/null | grep -q .", id)
 	for {
-		if _, err := v.probe(ctx, cmd); err == nil {
-			return v.JobCgroup(ctx, id)
+		if cg, err := v.probeJobCgroup(ctx, id); err == nil {
+			if _, err := v.probe(ctx, "cat "+cg+"/step_batch/user/task_*/cgroup.procs 2>/dev/null | grep -q ."); err == nil {
+				return cg, nil
+			}
 		}
 		if st, err := v.probeJobState(ctx, id); err == nil && st != "RUNNING" {
 			return "", fmt.Errorf("vmnode: job %d is %s, waited for it to run", id, st)
@@ -235,20 +235,48 @@ func (v *VM) Resume(ctx context.Context) error {
 	return err
 }
 
-// JobCgroup is the job's cgroup in the VM: the job_<id> folder under Slurm's
-// slurmstepd scope (/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/
-// job_<id> with Debian's build), found wherever the scope sits. It exists
-// from the prolog (PrologFlags=Contain: the extern step) to the job's end.
+// JobCgroup is the job's cgroup in the VM: the folder under Slurm's
+// slurmstepd scope that holds the job's slurmstepd processes (named
+// "slurmstepd: [<id>.<step>]"), wherever the scope sits. Slurm 22.05 and
+// 24.11 name it job_<id> (/sys/fs/cgroup/system.slice/
+// gpunode_slurmstepd.scope/job_<id> with Debian's build), 26.05 by the
+// job's SLUID. It exists from the prolog (PrologFlags=Contain: the extern
+// step) to the job's end.
 func (v *VM) JobCgroup(ctx context.Context, id int) (string, error) {
-	out, _, err := v.Run(ctx, "find /sys/fs/cgroup -maxdepth 4 -type d -path '*slurmstepd.scope/job_"+strconv.Itoa(id)+"' -print -quit")
+	out, _, err := v.Run(ctx, jobCgroupCmd(id))
 	if err != nil {
 		return "", err
 	}
-	p := strings.TrimSpace(out)
-	if p == "" {
-		return "", fmt.Errorf("vmnode: no cgroup of job %d under any *slurmstepd.scope", id)
+	return jobCgroupOf(id, out)
+}
+
+// probeJobCgroup is JobCgroup for a polling loop (see probe).
+func (v *VM) probeJobCgroup(ctx context.Context, id int) (string, error) {
+	out, err := v.probe(ctx, jobCgroupCmd(id))
+	if err != nil {
+		return "", err
 	}
-	return p, nil
+	return jobCgroupOf(id, out)
+}
+
+// jobCgroupCmd prints the cgroup v2 path of each slurmstepd of job id.
+func jobCgroupCmd(id int) string {
+	return fmt.Sprintf(`for p in $(pgrep -f '^slurmstepd: \[%d\.'); do sed -n 's/^0:://p' /proc/$p/cgroup; done; true`, id)
+}
+
+// jobCgroupOf picks the job's cgroup from its slurmstepds' cgroups
+// (".../gpunode_slurmstepd.scope/<job>/step_extern/slurm"): the folder
+// right below the scope.
+func jobCgroupOf(id int, out string) (string, error) {
+	for _, l := range strings.Fields(out) {
+		parts := strings.Split(l, "/")
+		for i, p := range parts {
+			if strings.HasSuffix(p, "slurmstepd.scope") && i+1 < len(parts) && parts[i+1] != "" && parts[i+1] != "system" {
+				return "/sys/fs/cgroup" + strings.Join(parts[:i+2], "/"), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("vmnode: no cgroup of job %d under any *slurmstepd.scope (its slurmstepds' cgroups: %q)", id, out)
 }
 
 // CgroupOf is the cgroup v2 path of the process pid in the VM (from
@@ -277,4 +305,39 @@ func (v *VM) MainPID(ctx context.Context, unit string) (int, error) {
 		return 0, fmt.Errorf("vmnode: %s has no main process (%q)", unit, strings.TrimSpace(out))
 	}
 	return pid, nil
+}
+
+// SlurmVersion is the VM's Slurm release, from `sinfo -V` ("slurm-wlm
+// 26.05.5" from Debian's package, "slurm 22.05.8" from a source build):
+// 26.05 is major 26, minor 5.
+func (v *VM) SlurmVersion(ctx context.Context) (major, minor int, err error) {
+	out, _, err := v.Run(ctx, "sinfo -V")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseSlurmVersion(out)
+}
+
+// parseSlurmVersion reads `sinfo -V`'s output.
+func parseSlurmVersion(out string) (major, minor int, err error) {
+	f := strings.Fields(out)
+	if len(f) == 2 {
+		parts := strings.Split(f[1], ".")
+		if len(parts) >= 2 {
+			major, err1 := strconv.Atoi(parts[0])
+			minor, err2 := strconv.Atoi(parts[1])
+			if err1 == nil && err2 == nil {
+				return major, minor, nil
+			}
+		}
+	}
+	return 0, 0, fmt.Errorf("vmnode: sinfo -V printed %q, want \"slurm <major>.<minor>.<micro>\"", strings.TrimSpace(out))
+}
+
+// NamesJobCgroupsBySLUID says whether Slurm release major.minor names a
+// job's cgroup by its SLUID (26.05, seen in the sid VM) rather than
+// job_<id> (22.05 and 24.11, seen in the bookworm and trixie VMs). The
+// releases between were not run; 26.05 is the first with SLUIDs.
+func NamesJobCgroupsBySLUID(major, minor int) bool {
+	return major > 26 || (major == 26 && minor >= 5)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,48 @@ func TestOpenImage(t *testing.T) {
 	os.Remove(filepath.Join(dir, "initrd.img"))
 	if _, err := OpenImage(dir, script); err == nil {
 		t.Error("image without initrd.img accepted")
+	}
+}
+
+// The job's cgroup is read from where its slurmstepds run: job_<id> on
+// Slurm 22.05 and 24.11, the job's SLUID on 26.05 (both seen in the VM),
+// never the scope's own "system" cgroup.
+func TestJobCgroupOf(t *testing.T) {
+	for out, want := range map[string]string{
+		"/system.slice/gpunode_slurmstepd.scope/job_5/step_extern/slurm\n/system.slice/gpunode_slurmstepd.scope/job_5/step_batch/slurm\n": "/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/job_5",
+		"/system.slice/gpunode_slurmstepd.scope/system\n/system.slice/gpunode_slurmstepd.scope/s6KSM8TX3WZG00/step_extern/slurm\n":        "/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/s6KSM8TX3WZG00",
+	} {
+		if got, err := jobCgroupOf(5, out); err != nil || got != want {
+			t.Errorf("jobCgroupOf(%q) = %q, %v; want %q", out, got, err, want)
+		}
+	}
+	for _, out := range []string{"", "/system.slice/gpunode_slurmstepd.scope/system\n", "/system.slice/slurmd.service\n"} {
+		if got, err := jobCgroupOf(5, out); err == nil {
+			t.Errorf("jobCgroupOf(%q) = %q, want an error", out, got)
+		}
+	}
+	// The pgrep pattern matches job 5's slurmstepds only.
+	re := `^slurmstepd: \[5\.`
+	for name, want := range map[string]bool{"slurmstepd: [5.extern]": true, "slurmstepd: [5.batch]": true, "slurmstepd: [55.batch]": false, "slurmstepd: [15.0]": false} {
+		err := exec.Command("sh", "-c", "printf '%s\\n' "+Quote(name)+" | grep -Eq "+Quote(re)).Run()
+		if (err == nil) != want {
+			t.Errorf("pattern %s on %q: match=%v, want %v", re, name, err == nil, want)
+		}
+	}
+	if !strings.Contains(jobCgroupCmd(5), re) {
+		t.Errorf("jobCgroupCmd(5) = %q does not use %s", jobCgroupCmd(5), re)
+	}
+}
+
+func TestParseSlurmVersion(t *testing.T) {
+	for out, want := range map[string][2]int{"slurm-wlm 26.05.5\n": {26, 5}, "slurm 22.05.8\n": {22, 5}, "slurm-wlm 24.11.5": {24, 11}} {
+		if ma, mi, err := parseSlurmVersion(out); err != nil || ma != want[0] || mi != want[1] {
+			t.Errorf("parseSlurmVersion(%q) = %d.%d, %v; want %d.%d", out, ma, mi, err, want[0], want[1])
+		}
+	}
+	for _, bad := range []string{"", "slurm", "slurm x.y", "sinfo: error: something"} {
+		if _, _, err := parseSlurmVersion(bad); err == nil {
+			t.Errorf("parseSlurmVersion(%q): no error", bad)
+		}
 	}
 }

@@ -105,7 +105,8 @@ func StartSleepJob(t *testing.T, ctx context.Context, user string, seconds int, 
 }
 
 // MustJobCgroup is the job's cgroup folder in the VM
-// (/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/job_<id>).
+// (/sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/job_<id>, or
+// .../<SLUID> on Slurm 26.05).
 func MustJobCgroup(t *testing.T, ctx context.Context, id int) string {
 	t.Helper()
 	cg, err := node.JobCgroup(ctx, id)

@@ -21,8 +21,8 @@ housekeeping_cpus = { cores_per_numa = 1 }
 
 const hkCPUs = "0,2"
 
-// quickRelease counts a job whose Slurm cgroup (job_<id> under
-// slurmstepd.scope) and slurmstepd are gone as dead 10 s after its prolog
+// quickRelease counts a job whose Slurm cgroup (job_<id>, or its SLUID on
+// Slurm 26.05, under slurmstepd.scope) and slurmstepd are gone as dead 10 s after its prolog
 // (built-in: 5 minutes), so that the next job after a killed epilog puts
 // the node back when it ends.
 const quickRelease = "dead_job_grace = \"10s\"\n"
@@ -308,8 +308,8 @@ func TestIsolationSurvivesCrashes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// The next job's prolog finds job id dead (no job_<id> under
-		// slurmstepd.scope, no slurmstepd of it) and puts the node back
+		// The next job's prolog finds job id dead (no job_<id> or SLUID
+		// cgroup under slurmstepd.scope, no slurmstepd of it) and puts the node back
 		// when that job ends.
 		shortJob(t, ctx)
 		baselineOK(t, ctx, before, "a job after the killed epilog")

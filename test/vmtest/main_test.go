@@ -1,7 +1,8 @@
 // Package vmtest runs gpuprep on a real Slurm GPU node as sites run it:
 // a qemu VM (test/vm, test/vmnode) with systemd as PID 1, cgroup v2 and
 // Debian's slurmd using proctrack/cgroup and task/cgroup, where jobs get
-// system.slice/gpunode_slurmstepd.scope/job_<id>. TestMain builds the image
+// system.slice/gpunode_slurmstepd.scope/job_<id> (by SLUID on Slurm 26.05,
+// GPUPREP_VM_RELEASE=sid). TestMain builds the image
 // (or finds it cached), boots ONE VM for the whole package (a boot costs a
 // minute or two under TCG), installs gpuprep in it with `make install` and
 // writes BaseConfig. Without a VM (not root, no qemu, a failed build or

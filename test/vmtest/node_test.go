@@ -1,14 +1,17 @@
 package vmtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"gpuprep/lib/slurm"
 	"gpuprep/test/vmnode"
 )
 
@@ -40,12 +43,25 @@ func TestNodeIsModernSlurm(t *testing.T) {
 		t.Error("more than two NUMA nodes")
 	}
 
+	major, minor, err := vm.SlurmVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySLUID := vmnode.NamesJobCgroupsBySLUID(major, minor)
+	t.Logf("Slurm %d.%02d: job cgroups named by SLUID: %v", major, minor, bySLUID)
+
+	// slurmd runs in its service's cgroup; 26.05's moves itself into a
+	// child cgroup of it (seen in the sid VM).
 	pid, err := vm.MainPID(ctx, "slurmd.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cg, err := vm.CgroupOf(ctx, pid); err != nil || cg != "/system.slice/slurmd.service" {
-		t.Errorf("slurmd (pid %d) in cgroup %q (%v), want /system.slice/slurmd.service", pid, cg, err)
+	wantSlurmd := "/system.slice/slurmd.service"
+	if bySLUID {
+		wantSlurmd += "/slurmd"
+	}
+	if cg, err := vm.CgroupOf(ctx, pid); err != nil || cg != wantSlurmd {
+		t.Errorf("slurmd (pid %d) in cgroup %q (%v), want %s", pid, cg, err, wantSlurmd)
 	}
 
 	// The node line in force is what slurmd detects: 2 sockets x 2 cores.
@@ -63,8 +79,6 @@ func TestNodeIsModernSlurm(t *testing.T) {
 		"ProctrackType           = proctrack/cgroup",
 		"TaskPlugin              = task/cgroup,task/affinity",
 		"PrologFlags             = Alloc,Contain", // Contain implies Alloc
-		"Prolog                  = /usr/local/sbin/gpuprep-prolog",
-		"Epilog                  = /usr/local/sbin/gpuprep-epilog",
 		"SelectType              = select/cons_tres",
 		"CgroupPlugin            = cgroup/v2",
 		"ConstrainCores          = yes",
@@ -73,11 +87,36 @@ func TestNodeIsModernSlurm(t *testing.T) {
 			t.Errorf("scontrol show config lacks %q", want)
 		}
 	}
+	// 24.11 and later print the hooks as a list: "Prolog[0]   = ...".
+	for _, hook := range []string{"Prolog", "Epilog"} {
+		re := regexp.MustCompile(`(?m)^` + hook + `(\[0\])? +=\s*/usr/local/sbin/gpuprep-` + strings.ToLower(hook) + `$`)
+		if !re.MatchString(conf) {
+			t.Errorf("scontrol show config has no line matching %s", re)
+		}
+	}
 
 	// A batch job of alice's: its cgroup, its CPU, gpuprep's record of it.
 	id := StartSleepJob(t, ctx, "alice", 300, "-c1")
 	cg := MustJobCgroup(t, ctx, id)
-	if want := "/sys/fs/cgroup/system.slice/" + vmnode.NodeName + "_slurmstepd.scope/job_" + strconv.Itoa(id); cg != want {
+	record := "/var/lib/gpuprep/job-" + strconv.Itoa(id) + ".json"
+	var rec struct {
+		SLUID string `json:"sluid"`
+	}
+	if err := json.Unmarshal([]byte(MustRead(t, ctx, record)), &rec); err != nil {
+		t.Fatalf("gpuprep's job record %s: %v", record, err)
+	}
+	// gpuprep records the job's SLUID where Slurm gives one
+	// (SLURM_JOB_SLUID), and the job's cgroup is named by it there.
+	name := "job_" + strconv.Itoa(id)
+	if bySLUID {
+		if _, ok := slurm.ParseSLUID(rec.SLUID); !ok {
+			t.Errorf("gpuprep's job record has sluid %q, want the job's SLURM_JOB_SLUID", rec.SLUID)
+		}
+		name = rec.SLUID
+	} else if rec.SLUID != "" {
+		t.Errorf("gpuprep's job record has sluid %q on Slurm %d.%02d, want none", rec.SLUID, major, minor)
+	}
+	if want := "/sys/fs/cgroup/system.slice/" + vmnode.NodeName + "_slurmstepd.scope/" + name; cg != want {
 		t.Errorf("job cgroup %s, want %s", cg, want)
 	}
 	// -f: the extern step's own "sleep 100000000" runs as alice too.
@@ -92,10 +131,6 @@ func TestNodeIsModernSlurm(t *testing.T) {
 	if cpus := MustRead(t, ctx, cg+"/cpuset.cpus.effective"); strings.ContainsAny(cpus, ",-") {
 		t.Errorf("job of -c1 has CPUs %q, want one (task/cgroup ConstrainCores)", cpus)
 	}
-	record := "/var/lib/gpuprep/job-" + strconv.Itoa(id) + ".json"
-	if !Exists(t, ctx, record) {
-		t.Errorf("gpuprep's prolog left no %s", record)
-	}
 	if !Exists(t, ctx, "/run/gpuprep/node-description") {
 		t.Error("gpuprep's prolog wrote no /run/gpuprep/node-description")
 	}
@@ -105,8 +140,8 @@ func TestNodeIsModernSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "_slurmstepd.scope/job_") || !strings.Contains(out, "/step_0/") {
-		t.Errorf("srun task's cgroup: %q, want .../*_slurmstepd.scope/job_N/step_0/...", out)
+	if !strings.Contains(out, "_slurmstepd.scope/"+path.Base(cg)+"/step_0/") {
+		t.Errorf("srun task's cgroup: %q, want .../*_slurmstepd.scope/%s/step_0/...", out, path.Base(cg))
 	}
 
 	// The end: the epilog removes the record, the job's cgroup goes, the
