@@ -17,7 +17,7 @@ BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
 SIMBINS := $(BINS:bin/%=bin/sim/%)
 
 .PHONY: all build test unit e2e deps demo bench install uninstall man package lint fuzz fixtures clean
-.PHONY: vm-image test-node vm el8
+.PHONY: vm-image test-node vm el8 test-matrix
 
 all: build
 
@@ -62,6 +62,15 @@ vm-image:
 # systemd and slurmd.
 test-node: deps build vm-image
 	$(GO) test -count=1 -v -timeout 30m ./test/vmtest/...
+
+# test-matrix runs the topology oracles (hwloc, slurmd -C) and the test
+# node scenarios against each Debian release's Slurm, hwloc, kernel and
+# systemd: bookworm (Slurm 22.05), trixie (24.11), sid (26.05); choose with
+# GPUPREP_MATRIX_RELEASES="trixie sid". On demand and before each release,
+# not in make test; about 40 minutes a release. docs/COMPATIBILITY.md holds
+# its last results; test/matrix/matrix.sh says more.
+test-matrix: deps build
+	bash test/matrix/matrix.sh
 
 # vm boots a throwaway test node for trying gpuprep by hand and prints how to
 # log in; test/vm/vm.sh stop powers it off.
