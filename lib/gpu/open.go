@@ -93,17 +93,27 @@ func Open(spec string, root host.Root) (Backend, error) {
 
 func openAuto(root host.Root) (Backend, error) {
 	var why []string
-	if r, ok := lookup("nvml"); ok && root.IsHost() {
+	// nvmlWhy is why NVML is not the backend, for AutoReason.
+	var nvmlWhy string
+	switch r, ok := lookup("nvml"); {
+	case !root.IsHost():
+		nvmlWhy = "auto never uses NVML with --root " + root.Dir() + " (NVML sees this machine's GPUs, not the root's)"
+	case !ok:
+		nvmlWhy = "this build has no NVML backend"
+	default:
 		// Any NVML failure (no library, driver not loaded) falls through:
 		// procfs may still list the GPUs.
 		b, err := r.open("", root)
 		if err == nil {
 			return b, nil
 		}
-		why = append(why, "NVML: "+strings.TrimPrefix(err.Error(), "nvml: "))
+		nvmlWhy = "NVML: " + strings.TrimPrefix(err.Error(), "nvml: ")
+		why = append(why, nvmlWhy)
 	}
 	if root.Exists(procGPUs) {
-		return OpenProcfs(root), nil
+		p := OpenProcfs(root)
+		p.autoWhy = nvmlWhy
+		return p, nil
 	}
 	if root.Exists(procDriver) {
 		why = append(why, procGPUs+" missing")
@@ -126,6 +136,20 @@ const procDriver = "/proc/driver/nvidia"
 type Fallback struct {
 	None
 	Why string
+}
+
+// AutoReason says why --gpu-backend auto did not choose NVML for b: NVML's
+// own error when it fell back to procfs or none ("NVML: libnvidia-ml.so.1
+// not found ..."), with what else it tried for none. ok is false for a
+// backend that was asked for by name, and for NVML itself.
+func AutoReason(b Backend) (why string, ok bool) {
+	switch b := b.(type) {
+	case Fallback:
+		return b.Why, true
+	case *Procfs:
+		return b.autoWhy, b.autoWhy != ""
+	}
+	return "", false
 }
 
 // AutoFallback says whether b is the none backend --gpu-backend auto fell

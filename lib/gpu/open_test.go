@@ -80,3 +80,33 @@ func TestOpenAutoFallback(t *testing.T) {
 		}
 	}
 }
+
+// auto keeps why it did not use NVML on the backend it chose, so that
+// gpuprep-gres can say it without opening NVML again.
+func TestAutoReason(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "proc/driver/nvidia/gpus"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open("auto", host.NewRoot(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	why, ok := AutoReason(b)
+	if b.Name() != "procfs" || !ok || !strings.Contains(why, "auto never uses NVML with --root "+root) {
+		t.Errorf("auto on a fixture root: %s, AutoReason %q, %v", b.Name(), why, ok)
+	}
+	if why, ok := AutoReason(OpenProcfs(host.NewRoot(root))); ok {
+		t.Errorf("an explicit procfs has an AutoReason: %q", why)
+	}
+	if why, ok := AutoReason(None{}); ok {
+		t.Errorf("an explicit none has an AutoReason: %q", why)
+	}
+	b, err = Open("auto", host.NewRoot(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, ok := AutoReason(b); !ok || !strings.Contains(why, "/proc/driver/nvidia missing") {
+		t.Errorf("auto with no driver: AutoReason %q, %v", why, ok)
+	}
+}

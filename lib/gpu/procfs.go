@@ -17,6 +17,9 @@ const procGPUs = "/proc/driver/nvidia/gpus"
 // names (Profile ""), settings or health.
 type Procfs struct {
 	root host.Root
+	// autoWhy says why --gpu-backend auto chose procfs over NVML ("" when
+	// procfs was asked for): AutoReason.
+	autoWhy string
 }
 
 var (

@@ -109,7 +109,7 @@ func Main(e cli.Env) int {
 	}
 	if res.LinksUnknown {
 		spec, by := backendChoice(c.GPUBackend, cfg)
-		if w, ok := linksWarning(spec, by, backend.Name(), c.HostRoot()); ok {
+		if w, ok := linksWarning(spec, by, backend, c.HostRoot()); ok {
 			res.Warnings = append(res.Warnings, w)
 		}
 	}

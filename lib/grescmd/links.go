@@ -7,7 +7,6 @@ import (
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
-	"strings"
 )
 
 // backendChoice is the GPU backend asked for and where it came from: the
@@ -25,30 +24,23 @@ func backendChoice(flag string, cfg *config.Config) (spec, by string) {
 
 // linksWarning is the one warning for a gres.conf whose records have no
 // Links= because --gpu-backend auto fell back from NVML to a backend that
-// cannot read NVLinks (res.LinksUnknown): it names the backend and why NVML
-// was not used. On the host that is NVML's own error, got by opening it
-// again (auto keeps it only when it falls back to none): this runs only
-// after that fallback. An explicit procfs (flag or config) is the admin's
-// choice, not a silent fallback: ok is false.
-func linksWarning(spec, by, backend string, root host.Root) (w gresgen.Warning, ok bool) {
+// cannot read NVLinks (res.LinksUnknown): it names the backend and why
+// auto did not use NVML (gpu.AutoReason: NVML's own error, kept from the
+// one attempt). An explicit procfs (flag or config) is the admin's choice,
+// not a silent fallback: ok is false.
+func linksWarning(spec, by string, backend gpu.Backend, root host.Root) (w gresgen.Warning, ok bool) {
 	const left = "Links= left out"
+	why, fell := gpu.AutoReason(backend)
 	switch {
-	case spec != "auto":
+	case spec != "auto" || !fell:
 		return gresgen.Warning{}, false
 	case !root.IsHost():
 		return gresgen.Warning{
-			Msg: fmt.Sprintf("%s: GPU backend auto (%s) chose %s, which cannot read NVLinks: auto never uses NVML with --root %s (NVML sees this machine's GPUs, not the root's)", left, by, backend, root.Dir()),
+			Msg: fmt.Sprintf("%s: GPU backend auto (%s) chose %s, which cannot read NVLinks: %s", left, by, backend.Name(), why),
 		}, true
 	}
-	var why string
-	if b, err := gpu.Open("nvml", root); err != nil {
-		why = "NVML did not load: " + strings.TrimPrefix(err.Error(), "nvml: ")
-	} else {
-		b.Close()
-		why = "NVML did not load at first (it loads now)"
-	}
 	return gresgen.Warning{
-		Msg: fmt.Sprintf("%s: GPU backend auto (%s) fell back from NVML to %s, which cannot read NVLinks (%s)", left, by, backend, why),
+		Msg: fmt.Sprintf("%s: GPU backend auto (%s) fell back from NVML to %s, which cannot read NVLinks (%s)", left, by, backend.Name(), why),
 		Fix: "make NVML load (the driver's libnvidia-ml.so.1) and run gpuprep-gres again",
 	}, true
 }

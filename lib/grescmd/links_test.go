@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 )
 
@@ -33,15 +34,23 @@ func TestLinksLeftOutWarning(t *testing.T) {
 	}
 }
 
-// On the host, auto's fallback from NVML names NVML's error (this machine
-// has no libnvidia-ml, or NVML loads and says so) and the fix.
+// On the host, auto's fallback from NVML names NVML's own error, kept from
+// auto's one attempt (this machine has no libnvidia-ml), and the fix.
 func TestLinksWarningOnHost(t *testing.T) {
-	w, ok := linksWarning("auto", "general.gpu_backend", "procfs", host.NewRoot("/"))
-	if !ok || !strings.HasPrefix(w.Msg, "Links= left out: GPU backend auto (general.gpu_backend) fell back from NVML to procfs, which cannot read NVLinks (NVML did not load") ||
+	b, err := gpu.Open("auto", host.NewRoot("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Name() == "nvml" {
+		t.Skip("NVML loads on this machine: auto does not fall back")
+	}
+	w, ok := linksWarning("auto", "general.gpu_backend", b, host.NewRoot("/"))
+	if !ok || !strings.HasPrefix(w.Msg, "Links= left out: GPU backend auto (general.gpu_backend) fell back from NVML to "+b.Name()+", which cannot read NVLinks (NVML: ") ||
 		!strings.Contains(w.Fix, "libnvidia-ml.so.1") || strings.Contains(w.String(), "\n") {
 		t.Errorf("host: %v %q", ok, w)
 	}
-	if _, ok := linksWarning("procfs", "--gpu-backend", "procfs", host.NewRoot("/")); ok {
+	if _, ok := linksWarning("procfs", "--gpu-backend", gpu.OpenProcfs(host.NewRoot("/")), host.NewRoot("/")); ok {
 		t.Error("an explicit procfs warns")
 	}
 }
