@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -126,7 +125,7 @@ func writeSection(b *strings.Builder, s schemaSection, doc *exampleDoc, builtin 
 			var lines []string
 			for _, name := range sortedKeys(m) {
 				if p, ok := m[name].(map[string]any); ok {
-					lines = append(lines, tomlLines("profiles."+tomlKey(name), p)...)
+					lines = append(lines, tomlLines(config.TOMLKey("profiles", name), p)...)
 				}
 			}
 			b.WriteString(literalRoff(lines))
@@ -142,12 +141,12 @@ func keyTag(k schemaKey, perEntry bool, builtin map[string]any) string {
 		v, ok := lookup(builtin, strings.Split(k.pattern, "."))
 		switch {
 		case ok && k.typ.Kind() != reflect.Map:
-			tag += "; built-in " + italic(formatTOML(v))
+			tag += "; built-in " + italic(config.TOMLValue(v))
 		case ok: // its entries are listed below it
 		case k.typ.Kind() == reflect.Map || k.typ.Kind() == reflect.Slice:
 			tag += "; built-in: none"
 		default: // not in defaults.toml: the type's zero value
-			tag += "; built-in " + italic(formatTOML(zeroTOML(k.typ)))
+			tag += "; built-in " + italic(config.TOMLValue(zeroTOML(k.typ)))
 		}
 	}
 	return tag + ")"
@@ -185,7 +184,7 @@ func writeEntries(b *strings.Builder, k schemaKey, doc *exampleDoc, builtin map[
 	for _, n := range names {
 		tag := bold(n)
 		if v, ok := m[n]; ok {
-			tag += " (built-in " + italic(formatTOML(v)) + ")"
+			tag += " (built-in " + italic(config.TOMLValue(v)) + ")"
 		}
 		b.WriteString(".TP\n" + line(tag) + "\n")
 		for _, e := range described {
@@ -276,10 +275,10 @@ func tomlLines(header string, m map[string]any) []string {
 			sub = append(sub, k)
 			continue
 		}
-		out = append(out, tomlKey(k)+" = "+formatTOML(m[k]))
+		out = append(out, config.TOMLKey(k)+" = "+config.TOMLValue(m[k]))
 	}
 	for _, k := range sub {
-		out = append(out, tomlLines(header+"."+tomlKey(k), m[k].(map[string]any))...)
+		out = append(out, tomlLines(header+"."+config.TOMLKey(k), m[k].(map[string]any))...)
 	}
 	return out
 }
@@ -319,40 +318,6 @@ func zeroTOML(t reflect.Type) any {
 		return ""
 	}
 	return int64(0)
-}
-
-// formatTOML writes a decoded TOML value as TOML.
-func formatTOML(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case []any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = formatTOML(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case map[string]any:
-		var parts []string
-		for _, k := range sortedKeys(v) {
-			parts = append(parts, tomlKey(k)+" = "+formatTOML(v[k]))
-		}
-		if len(parts) == 0 {
-			return "{}"
-		}
-		return "{ " + strings.Join(parts, ", ") + " }"
-	}
-	return fmt.Sprint(v)
-}
-
-// tomlKey quotes a key that is not bare.
-func tomlKey(k string) string {
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return strconv.Quote(k)
-		}
-	}
-	return k
 }
 
 func sortedKeys(m map[string]any) []string {

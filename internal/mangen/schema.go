@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"gpuprep/lib/config"
 )
 
@@ -18,14 +16,13 @@ import (
 // value is a table of entries. Knobs and ProfileSpec are tables of knob
 // keys (lib/knob's registry), a ProfileSpec with its own keys beside them.
 // A type with its own UnmarshalTOML (Tristate, MIGLayout) is a value.
+// lib/config reads the type (SchemaFields, IsSchemaTable, IsKnobTable in
+// lib/config/schemawalk.go); this file lays it out as the page's sections.
 
 var (
-	durationType    = reflect.TypeFor[time.Duration]()
-	unmarshalerType = reflect.TypeFor[toml.Unmarshaler]()
-	knobsType       = reflect.TypeFor[config.Knobs]()
-	profileSpecType = reflect.TypeFor[config.ProfileSpec]()
-	tristateType    = reflect.TypeFor[config.Tristate]()
-	migLayoutType   = reflect.TypeFor[config.MIGLayout]()
+	durationType  = reflect.TypeFor[time.Duration]()
+	tristateType  = reflect.TypeFor[config.Tristate]()
+	migLayoutType = reflect.TypeFor[config.MIGLayout]()
 )
 
 // kind is what a schema path is.
@@ -38,54 +35,19 @@ const (
 	kindEntry             // an entry of a map of values (health.severity.gpu_count)
 )
 
-// isKnobTable reports whether t holds knob keys.
-func isKnobTable(t reflect.Type) bool { return t == knobsType || t == profileSpecType }
-
-// isTable reports whether a value of type t is a TOML table of keys the
-// schema describes: a struct, a map of tables, an array of tables or a
-// knob table. A map of values is a key.
-func isTable(t reflect.Type) bool {
-	switch {
-	case isKnobTable(t):
-		return true
-	case reflect.PointerTo(t).Implements(unmarshalerType):
-		return false
-	case t.Kind() == reflect.Struct:
-		return true
-	case t.Kind() == reflect.Map:
-		return isTable(t.Elem())
-	case t.Kind() == reflect.Slice:
+// isSection reports whether a value of type t is a table of the page:
+// one of lib/config's schema tables (config.IsSchemaTable), except that a
+// map of values (gres.type_names) is a key with entries, and an array of
+// tables ([[nccl.fabric]]), which lib/config decodes as one value, is a
+// table (no slice type of the schema decodes itself).
+func isSection(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Map:
+		return config.IsSchemaTable(t) && isSection(t.Elem())
+	case reflect.Slice:
 		return t.Elem().Kind() == reflect.Struct
 	}
-	return false
-}
-
-// field is one key of a struct type.
-type field struct {
-	name string
-	typ  reflect.Type
-}
-
-// fieldsOf lists the TOML keys of struct type t in declaration order,
-// embedded structs' flattened, fields tagged "-" left out.
-func fieldsOf(t reflect.Type) []field {
-	var fs []field
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
-		switch {
-		case name == "-":
-		case sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct:
-			fs = append(fs, fieldsOf(sf.Type)...)
-		case !sf.IsExported():
-		default:
-			if name == "" {
-				name = sf.Name
-			}
-			fs = append(fs, field{name, sf.Type})
-		}
-	}
-	return fs
+	return config.IsSchemaTable(t)
 }
 
 // resolved is a concrete key path resolved against the schema.
@@ -104,11 +66,11 @@ func resolve(path []string) (resolved, error) {
 	var pat []string
 	for i, k := range path {
 		last := i == len(path)-1
-		if t.Kind() == reflect.Slice && isTable(t) {
+		if t.Kind() == reflect.Slice && isSection(t) {
 			t = t.Elem() // [[array]]: its keys are the element's
 		}
 		switch {
-		case isKnobTable(t) && fieldType(t, k) == nil:
+		case config.IsKnobTable(t) && config.SchemaFieldType(t, k) == nil:
 			if !config.IsKnob(k) {
 				return resolved{}, fmt.Errorf("%s: %q is not a knob", strings.Join(path, "."), k)
 			}
@@ -116,15 +78,15 @@ func resolve(path []string) (resolved, error) {
 				return resolved{}, fmt.Errorf("%s: below knob %q", strings.Join(path, "."), k)
 			}
 			return resolved{pattern: strings.Join(append(pat, k), "."), kind: kindKnob, name: k}, nil
-		case t.Kind() == reflect.Map && isTable(t):
+		case t.Kind() == reflect.Map && isSection(t):
 			pat, t = append(pat, "*"), t.Elem()
 		case t.Kind() == reflect.Map:
 			if !last {
 				return resolved{}, fmt.Errorf("%s: below entry %q", strings.Join(path, "."), k)
 			}
 			return resolved{pattern: strings.Join(pat, "."), kind: kindEntry, typ: t.Elem(), name: k}, nil
-		case t.Kind() == reflect.Struct || isKnobTable(t):
-			ft := fieldType(t, k)
+		case t.Kind() == reflect.Struct || config.IsKnobTable(t):
+			ft := config.SchemaFieldType(t, k)
 			if ft == nil {
 				return resolved{}, fmt.Errorf("%s: no key %q in the schema", strings.Join(path, "."), k)
 			}
@@ -134,23 +96,10 @@ func resolve(path []string) (resolved, error) {
 		}
 	}
 	r := resolved{pattern: strings.Join(pat, "."), kind: kindKey, typ: t}
-	if isTable(t) {
+	if isSection(t) {
 		r.kind = kindTable
 	}
 	return r, nil
-}
-
-// fieldType is the type of struct t's key k, nil when it has none.
-func fieldType(t reflect.Type, k string) reflect.Type {
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	for _, f := range fieldsOf(t) {
-		if f.name == k {
-			return f.typ
-		}
-	}
-	return nil
 }
 
 // typeName says in words what a key of type t takes.
@@ -220,23 +169,23 @@ func schemaSections() []schemaSection {
 			walk(t.Elem(), pat, header, true, true)
 			return
 		}
-		s := schemaSection{pattern: pat, typ: t, knobs: isKnobTable(t), header: "[" + header + "]", perEntry: perEntry}
+		s := schemaSection{pattern: pat, typ: t, knobs: config.IsKnobTable(t), header: "[" + header + "]", perEntry: perEntry}
 		if array {
 			s.header = "[" + s.header + "]"
 		}
-		var sub []field
-		for _, f := range fieldsOf(t) {
-			if isTable(f.typ) {
+		var sub []config.SchemaField
+		for _, f := range config.SchemaFields(t) {
+			if isSection(f.Type) {
 				sub = append(sub, f)
 				continue
 			}
-			s.keys = append(s.keys, schemaKey{f.name, join(pat, f.name), f.typ})
+			s.keys = append(s.keys, schemaKey{f.Key, join(pat, f.Key), f.Type})
 		}
 		if pat != "" && (len(s.keys) > 0 || s.knobs || len(sub) == 0) {
 			out = append(out, s)
 		}
 		for _, f := range sub {
-			walk(f.typ, join(pat, f.name), join(header, f.name), false, perEntry)
+			walk(f.Type, join(pat, f.Key), join(header, f.Key), false, perEntry)
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), "", "", false, false)

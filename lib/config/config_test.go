@@ -147,10 +147,8 @@ func schemaPattern(key toml.Key) string {
 			typ = typ.Elem()
 		case reflect.Struct:
 			out = append(out, k)
-			for _, f := range fieldsOf(typ) {
-				if f.name == k {
-					typ = f.typ
-				}
+			if ft := SchemaFieldType(typ, k); ft != nil {
+				typ = ft
 			}
 		default:
 			out = append(out, k)

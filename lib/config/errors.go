@@ -74,22 +74,9 @@ func (ps problems) first(file string, loc *locator) error {
 	return &Error{File: file, Line: p.line, Key: formatKey(p.key), Msg: oneLine(p.msg)}
 }
 
-// formatKey writes a key the way TOML spells it: bare components where
-// allowed, quoted (with escapes, so always one line) otherwise.
-func formatKey(key []string) string {
-	var b strings.Builder
-	for i, k := range key {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		if isBareKey(k) {
-			b.WriteString(k)
-		} else {
-			b.WriteString(strconv.Quote(k))
-		}
-	}
-	return b.String()
-}
+// formatKey is TOMLKey of a key held as a slice, as this package's
+// messages name keys.
+func formatKey(key []string) string { return TOMLKey(key...) }
 
 // quoteKey is formatKey in double quotes, for a message naming a key; a key
 // with quoted components is already delimited and is not quoted again.
@@ -102,62 +89,18 @@ func quoteKey(key []string) string {
 	return `"` + formatKey(key) + `"`
 }
 
-func isBareKey(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // maxValueLen bounds how much of a value an error message quotes.
 const maxValueLen = 60
 
-// formatValue writes a decoded TOML value in TOML-like syntax for a message,
+// formatValue writes a decoded TOML value as TOML for a message (TOMLValue),
 // shortened to maxValueLen.
 func formatValue(v any) string {
-	s := valueText(v)
+	s := TOMLValue(v)
 	if utf8.RuneCountInString(s) > maxValueLen {
 		r := []rune(s)
 		s = string(r[:maxValueLen-3]) + "..."
 	}
 	return s
-}
-
-func valueText(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case []any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = valueText(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case []map[string]any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = valueText(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = formatKey([]string{k}) + " = " + valueText(v[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	default:
-		return oneLine(fmt.Sprint(v))
-	}
 }
 
 // oneLine escapes every non-printable rune and invalid byte of s, so the

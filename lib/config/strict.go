@@ -23,83 +23,18 @@ import (
 // parseOnto runs it only to explain a file the fast path (decode, Undecoded,
 // keysExact) did not accept.
 
-var (
-	durationType    = reflect.TypeFor[time.Duration]()
-	unmarshalerType = reflect.TypeFor[toml.Unmarshaler]()
-	knobsType       = reflect.TypeFor[Knobs]()
-	profileSpecType = reflect.TypeFor[ProfileSpec]()
-)
-
-// isKnobTable reports whether t is a table of knob keys (Knobs, or a
-// ProfileSpec, which holds knob keys beside its own). Knob keys are not
-// fields: lib/knob's registry lists them and decodes their values.
-func isKnobTable(t reflect.Type) bool { return t == knobsType || t == profileSpecType }
+var durationType = reflect.TypeFor[time.Duration]()
 
 // keyNames lists the keys a table of struct type t may hold.
 func keyNames(t reflect.Type) []string {
 	var names []string
 	for _, f := range fieldsOf(t) {
-		names = append(names, f.name)
+		names = append(names, f.Key)
 	}
-	if isKnobTable(t) {
+	if IsKnobTable(t) {
 		names = append(names, KnobNames()...)
 	}
 	return names
-}
-
-// field is one TOML key of a struct type.
-type field struct {
-	name string
-	typ  reflect.Type
-}
-
-var fieldCache sync.Map // reflect.Type -> []field
-
-// fieldsOf lists the TOML keys of struct type t in declaration order, with
-// the fields of embedded structs flattened as the toml package does.
-func fieldsOf(t reflect.Type) []field {
-	if v, ok := fieldCache.Load(t); ok {
-		return v.([]field)
-	}
-	var fs []field
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		tag := sf.Tag.Get("toml")
-		name, _, _ := strings.Cut(tag, ",")
-		switch {
-		case name == "-":
-		case sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct:
-			fs = append(fs, fieldsOf(sf.Type)...)
-		case !sf.IsExported():
-		default:
-			if name == "" {
-				name = sf.Name
-			}
-			fs = append(fs, field{name, sf.Type})
-		}
-	}
-	fieldCache.Store(t, fs)
-	return fs
-}
-
-// isTable reports whether values of type t are TOML tables the walk descends
-// into (structs and maps), as opposed to leaves.
-func isTable(t reflect.Type) bool {
-	t = deref(t)
-	if isKnobTable(t) {
-		return true
-	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return false
-	}
-	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
-}
-
-func deref(t reflect.Type) reflect.Type {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t
 }
 
 // keysExact reports whether every key of a decoded file names a schema field
@@ -113,14 +48,14 @@ keys:
 		t := reflect.TypeFor[Config]()
 		for _, k := range key {
 			t = deref(t)
-			if isKnobTable(t) && IsKnob(k) {
+			if IsKnobTable(t) && IsKnob(k) {
 				continue keys // the knob's Decode checks its value
 			}
 			switch {
 			case t.Kind() == reflect.Map:
 				t = t.Elem()
-			case t.Kind() == reflect.Struct && isTable(t):
-				ft := fieldType(t, k)
+			case t.Kind() == reflect.Struct && IsSchemaTable(t):
+				ft := SchemaFieldType(t, k)
 				if ft == nil {
 					return false
 				}
@@ -133,22 +68,15 @@ keys:
 			return false
 		}
 		// toml v1.6 decodes a non-table into a map as nothing, without error.
-		if isTable(t) && md.Type(key...) != "Hash" {
+		if IsSchemaTable(t) && md.Type(key...) != "Hash" {
 			return false
 		}
 	}
 	return true
 }
 
-// fieldType is the type of the field of struct type t with TOML key k, or nil.
-func fieldType(t reflect.Type, k string) reflect.Type {
-	for _, f := range fieldsOf(t) {
-		if f.name == k {
-			return f.typ
-		}
-	}
-	return nil
-}
+// fieldType is SchemaFieldType, by the name knobs.go uses.
+func fieldType(t reflect.Type, k string) reflect.Type { return SchemaFieldType(t, k) }
 
 // checkStrict reports every unknown key and every value of the wrong type in
 // root, a file parsed into Primitives, against the Config type.
@@ -171,8 +99,8 @@ func checkTable(md toml.MetaData, tbl map[string]toml.Primitive, t reflect.Type,
 		if t.Kind() == reflect.Map {
 			ft = t.Elem()
 		} else {
-			ft = fieldType(t, k)
-			if ft == nil && isKnobTable(t) {
+			ft = SchemaFieldType(t, k)
+			if ft == nil && IsKnobTable(t) {
 				var raw any
 				_ = md.PrimitiveDecode(tbl[k], &raw)
 				if _, p := decodeKnob(k, raw); p != nil {
@@ -192,7 +120,7 @@ func checkTable(md toml.MetaData, tbl map[string]toml.Primitive, t reflect.Type,
 func checkValue(md toml.MetaData, p toml.Primitive, t reflect.Type, key []string, ps *problems) {
 	var raw any
 	_ = md.PrimitiveDecode(p, &raw)
-	if isTable(t) {
+	if IsSchemaTable(t) {
 		var sub map[string]toml.Primitive
 		if _, ok := raw.(map[string]any); !ok || md.PrimitiveDecode(p, &sub) != nil {
 			ps.add(key, "%s = %s: must be a table", formatKey(key), formatValue(raw))
@@ -260,7 +188,7 @@ var schemaKeysOnce = sync.OnceValue(func() []string {
 	walk = func(t reflect.Type, prefix string) {
 		t = deref(t)
 		if t.Kind() == reflect.Map {
-			if isTable(t.Elem()) {
+			if IsSchemaTable(t.Elem()) {
 				walk(t.Elem(), prefix+"*.")
 			} else {
 				out = append(out, prefix+"*")
@@ -268,13 +196,13 @@ var schemaKeysOnce = sync.OnceValue(func() []string {
 			return
 		}
 		for _, f := range fieldsOf(t) {
-			if isTable(f.typ) {
-				walk(f.typ, prefix+f.name+".")
+			if IsSchemaTable(f.Type) {
+				walk(f.Type, prefix+f.Key+".")
 			} else {
-				out = append(out, prefix+f.name)
+				out = append(out, prefix+f.Key)
 			}
 		}
-		if isKnobTable(t) {
+		if IsKnobTable(t) {
 			for _, n := range KnobNames() {
 				out = append(out, prefix+n)
 			}
