@@ -1,7 +1,8 @@
 // Package hwloc reads a fixture root (or the real node) through Debian's
 // hwloc, `HWLOC_FSROOT=<root> lstopo-no-graphics --of xml`, so tests can hold
 // gpuprep's node model against an independent reading. hwloc's logical core
-// index (Core L#) is what gres.conf Cores= counts.
+// index (Core L#) is what gres.conf Cores= counts. With GPUPREP_ORACLE_ROOT
+// set, lstopo is that Debian root's (internal/oracleroot, test/matrix).
 package hwloc
 
 import (
@@ -9,10 +10,10 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
+	"gpuprep/internal/oracleroot"
 	"gpuprep/lib/cpuset"
 )
 
@@ -32,9 +33,10 @@ type Object struct {
 	Package int // OS index of the enclosing package, -1 if none
 }
 
-// Available says whether lstopo-no-graphics is installed.
+// Available says whether lstopo-no-graphics is installed (in
+// $GPUPREP_ORACLE_ROOT when set: internal/oracleroot).
 func Available() bool {
-	_, err := exec.LookPath("lstopo-no-graphics")
+	_, err := oracleroot.LookPath("lstopo-no-graphics")
 	return err == nil
 }
 
@@ -51,17 +53,21 @@ var SlurmFilters = []string{"--disallowed", "--no-icaches",
 	"--filter", "l1cache:none", "--filter", "l2cache:none",
 	"--filter", "l4cache:none", "--filter", "l5cache:none", "--filter", "misc:none"}
 
-// ReadArgs is Read with more lstopo options, such as SlurmFilters.
+// ReadArgs is Read with more lstopo options, such as SlurmFilters. It runs
+// the lstopo of $GPUPREP_ORACLE_ROOT when set (internal/oracleroot).
 func ReadArgs(root string, args ...string) (*Topology, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args = append([]string{"--of", "xml", "--whole-io"}, args...)
-	cmd := exec.CommandContext(ctx, "lstopo-no-graphics", args...)
-	// hwloc hides NVIDIA GPU memory NUMA nodes (Grace Hopper) by default;
-	// gpuprep models them, so keep them.
-	cmd.Env = []string{"HWLOC_FSROOT=" + root, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1",
-		// The x86 backend would add this machine's CPU model to a fixture.
-		"HWLOC_COMPONENTS=-x86", "PATH=/usr/bin:/bin"}
+	cmd, err := oracleroot.Command(ctx, oracleroot.Spec{Tool: "lstopo-no-graphics", Args: args,
+		// hwloc hides NVIDIA GPU memory NUMA nodes (Grace Hopper) by
+		// default; gpuprep models them, so keep them.
+		Env: []string{"HWLOC_FSROOT=" + root, "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1",
+			// The x86 backend would add this machine's CPU model to a fixture.
+			"HWLOC_COMPONENTS=-x86", "PATH=/usr/bin:/bin"}})
+	if err != nil {
+		return nil, fmt.Errorf("lstopo on %s: %w", root, err)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gpuprep/internal/oracleroot"
 )
 
 // oracleNode is the NodeName of the slurm.conf SlurmdRegistered writes.
@@ -63,44 +65,46 @@ func slurmdRegistered(env []string, params string) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	unshare, err := unsharePath()
-	if err != nil {
-		return Counts{}, err
-	}
 	dir, err := os.MkdirTemp("", "gpuprep-slurmd-G-")
 	if err != nil {
 		return Counts{}, err
 	}
 	defer os.RemoveAll(dir)
-	spool := filepath.Join(dir, "spool")
-	if err := os.Mkdir(spool, 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "spool"), 0o700); err != nil {
 		return Counts{}, err
 	}
-	conf := filepath.Join(dir, "slurm.conf")
+	// slurmd sees dir at in: dir itself, or a bind mount in
+	// $GPUPREP_ORACLE_ROOT (internal/oracleroot).
+	in := oracleroot.Work(dir)
 	text := strings.Join([]string{
 		"ClusterName=gpuprep-oracle",
 		"SlurmctldHost=localhost(127.0.0.1)",
-		"SlurmdSpoolDir=" + spool,
-		"SlurmdPidFile=" + filepath.Join(dir, "slurmd.pid"),
-		"SlurmdLogFile=" + filepath.Join(dir, "slurmd.log"),
-		"StateSaveLocation=" + filepath.Join(dir, "state"),
+		"SlurmdSpoolDir=" + filepath.Join(in, "spool"),
+		"SlurmdPidFile=" + filepath.Join(in, "slurmd.pid"),
+		"SlurmdLogFile=" + filepath.Join(in, "slurmd.log"),
+		"StateSaveLocation=" + filepath.Join(in, "state"),
 		"ProctrackType=proctrack/linuxproc",
 		"TaskPlugin=task/none",
+		// Slurm 24.11 and later start the auth plugin before they log
+		// the counts; auth/munge fails there without munged. auth/none
+		// (in every Debian slurmd, 22.05 to 26.05) needs nothing, and
+		// nothing here authenticates: -G exits before any network work.
+		"AuthType=auth/none",
+		"CredType=cred/none",
 		"SlurmdParameters=" + params,
 		"NodeName=" + oracleNode + " NodeAddr=127.0.0.1 CPUs=1",
 		"",
 	}, "\n")
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "slurm.conf"), []byte(text), 0o600); err != nil {
 		return Counts{}, err
-	}
-	args := []string{"-m", "-n", "--propagation", "private", bin, "-D", "-G", "-vv", "-f", conf, "-N", oracleNode}
-	if os.Geteuid() != 0 {
-		args = append([]string{"-r"}, args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, unshare, args...)
-	cmd.Env, cmd.Dir = env, dir
+	cmd, err := oracleroot.Command(ctx, oracleroot.Spec{Tool: bin, Env: env, Dir: dir, Unshare: []string{"-n"}, System: true,
+		Args: []string{"-D", "-G", "-vv", "-f", filepath.Join(in, "slurm.conf"), "-N", oracleNode}})
+	if err != nil {
+		return Counts{}, err
+	}
 	cmd.WaitDelay = time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

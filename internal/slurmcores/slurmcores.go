@@ -13,7 +13,9 @@
 // small C program on libhwloc, csrc/slurmcores.c (in a subfolder, as go
 // build refuses C files in a package without cgo), embedded and compiled on
 // first use: it needs cc and Debian's libhwloc-dev. SlurmdC reads Slurm's
-// own counts (`slurmd -C`) to validate the oracle against.
+// own counts (`slurmd -C`) to validate the oracle against. With
+// GPUPREP_ORACLE_ROOT set, cc, libhwloc and slurmd are that Debian root's
+// (internal/oracleroot, test/matrix/oracles.sh).
 //
 // On a real node, hwloc prints the same core numbering (Core L#) with
 // Slurm's filters:
@@ -34,13 +36,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"gpuprep/internal/oracleroot"
 	"gpuprep/lib/cpuset"
 )
 
@@ -120,13 +122,16 @@ func binary() (string, error) {
 }
 
 func compile() (string, error) {
-	cc, err := exec.LookPath("cc")
+	cc, err := oracleroot.LookPath("cc")
 	if err != nil {
-		return "", errors.New("slurmcores: no C compiler (cc): install gcc")
+		return "", fmt.Errorf("slurmcores: no C compiler (cc): install gcc: %w", err)
 	}
-	sum := sha256.Sum256(source)
+	key, err := buildKey()
+	if err != nil {
+		return "", err
+	}
 	dir := filepath.Join(os.TempDir(), "gpuprep-slurmcores")
-	bin := filepath.Join(dir, "slurmcores-"+hex.EncodeToString(sum[:])[:16])
+	bin := filepath.Join(dir, "slurmcores-"+key)
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 		return bin, nil
 	}
@@ -138,14 +143,23 @@ func compile() (string, error) {
 		return "", fmt.Errorf("slurmcores: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	src := filepath.Join(tmp, "slurmcores.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "slurmcores.c"), source, 0o644); err != nil {
 		return "", fmt.Errorf("slurmcores: %w", err)
 	}
-	out := filepath.Join(tmp, "slurmcores")
+	// cc sees tmp at oracleroot.Work(tmp): itself on this machine, a
+	// bind mount in $GPUPREP_ORACLE_ROOT (whose cc and libhwloc build it).
+	in := oracleroot.Work(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cc, "-O2", "-Wall", "-o", out, src, "-lhwloc")
+	var env []string // this machine: cc gets this process's environment
+	if oracleroot.Root() != "" {
+		env = []string{"PATH=/usr/bin:/bin"}
+	}
+	cmd, err := oracleroot.Command(ctx, oracleroot.Spec{Tool: cc, Dir: tmp, Env: env,
+		Args: []string{"-O2", "-Wall", "-o", filepath.Join(in, "slurmcores"), filepath.Join(in, "slurmcores.c"), "-lhwloc"}})
+	if err != nil {
+		return "", fmt.Errorf("slurmcores: %w", err)
+	}
 	msg, err := cmd.CombinedOutput()
 	if err != nil {
 		if bytes.Contains(msg, []byte("hwloc.h")) {
@@ -154,10 +168,28 @@ func compile() (string, error) {
 		return "", fmt.Errorf("slurmcores: cc: %w: %s", err, strings.TrimSpace(string(msg)))
 	}
 	// Publish atomically: another test binary may be compiling too.
-	if err := os.Rename(out, bin); err != nil {
+	if err := os.Rename(filepath.Join(tmp, "slurmcores"), bin); err != nil {
 		return "", fmt.Errorf("slurmcores: %w", err)
 	}
 	return bin, nil
+}
+
+// buildKey names a build of the oracle: the source's hash, and in a root
+// ($GPUPREP_ORACLE_ROOT) its path and its dpkg status file (any package
+// change, such as another libhwloc, changes it), so each root has its own
+// binary, linked against its own libhwloc.
+func buildKey() (string, error) {
+	h := sha256.New()
+	h.Write(source)
+	if root := oracleroot.Root(); root != "" {
+		st := filepath.Join(root, "var/lib/dpkg/status")
+		fi, err := os.Stat(st)
+		if err != nil {
+			return "", fmt.Errorf("slurmcores: %s=%s: %w", oracleroot.Var, root, err)
+		}
+		fmt.Fprintf(h, "\x00%s\x00%d\x00%d", root, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // env is the environment for hwloc readers of root: the x86 CPUID backend
@@ -166,15 +198,19 @@ func env(root string) []string {
 	return []string{"HWLOC_FSROOT=" + root, "HWLOC_COMPONENTS=-x86", "PATH=/usr/bin:/bin"}
 }
 
-func run(name, dir string, env []string, args ...string) ([]byte, error) {
+// run runs s (on this machine or in $GPUPREP_ORACLE_ROOT) with the
+// package's deadline and returns its standard output.
+func run(s oracleroot.Spec) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env, cmd.Dir = env, dir
+	cmd, err := oracleroot.Command(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", filepath.Base(name), err, strings.TrimSpace(errb.String()))
+		return nil, fmt.Errorf("%s: %w: %s", filepath.Base(s.Tool), err, strings.TrimSpace(errb.String()))
 	}
 	return out.Bytes(), nil
 }
@@ -197,7 +233,9 @@ func readEnv(env []string) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := run(bin, "", env)
+	// The binary's folder is where it is seen from (oracleroot.Work).
+	dir := filepath.Dir(bin)
+	out, err := run(oracleroot.Spec{Tool: filepath.Join(oracleroot.Work(dir), filepath.Base(bin)), Env: env, Dir: dir})
 	if err != nil {
 		return nil, err
 	}

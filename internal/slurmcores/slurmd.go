@@ -4,22 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"gpuprep/internal/oracleroot"
 )
 
 // slurmdPath finds slurmd: on PATH, else Debian's /usr/sbin/slurmd (sbin is
-// often not on a test's PATH).
+// often not on a test's PATH); in $GPUPREP_ORACLE_ROOT when set
+// (internal/oracleroot).
 func slurmdPath() (string, error) {
-	if p, err := exec.LookPath("slurmd"); err == nil {
-		return p, nil
+	p, err := oracleroot.LookPath("slurmd")
+	if err != nil {
+		return "", fmt.Errorf("slurmcores: no slurmd: install slurmd (slurm-wlm): %w", err)
 	}
-	const sbin = "/usr/sbin/slurmd"
-	if fi, err := os.Stat(sbin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return sbin, nil
-	}
-	return "", errors.New("slurmcores: no slurmd: install slurmd (slurm-wlm)")
+	return p, nil
 }
 
 // SlurmdAvailable says why SlurmdC cannot run here, or nil.
@@ -55,7 +54,7 @@ func slurmdCEnv(env []string) (Counts, error) {
 		return Counts{}, err
 	}
 	defer os.RemoveAll(dir)
-	out, err := run(bin, dir, env, "-C")
+	out, err := run(oracleroot.Spec{Tool: bin, Args: []string{"-C"}, Env: env, Dir: dir})
 	if err != nil {
 		return Counts{}, err
 	}
