@@ -32,12 +32,14 @@ echo "== failed units"; systemctl --failed --plain --no-legend 2>&1
 `
 
 // Diagnostics gathers, for a failed test's log, the node's state, log tails
-// from the VM (over SSH, at most 30 s) and the serial console's tail.
+// from the VM (over SSH, at most 30 s) and the serial console's tail. It
+// runs even when ctx has expired (a wait that timed out is the usual
+// reason to ask), under its own 30 s.
 func (v *VM) Diagnostics(ctx context.Context) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "vm %s (ssh port %d, serial %s)\n", v.Dir, v.Port, v.SerialLog)
 	if v.Running() {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		out, stderr, err := v.Run(ctx, diagCommand)
 		b.WriteString(out)

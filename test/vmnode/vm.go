@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -276,6 +277,7 @@ func (v *VM) waitReady(ctx context.Context, rebooted bool) error {
 		failed, _, _ := v.Run(ctx, "systemctl --failed --plain --no-legend | cut -d' ' -f1")
 		v.FailedUnits = strings.Fields(failed)
 		v.log.Warn("vm: boot degraded", "failed_units", v.FailedUnits)
+		v.restartSlurm(ctx)
 	default:
 		return fmt.Errorf("vmnode: system is %q (%v)\nserial console:\n%s", state, err, v.SerialTail(30))
 	}
@@ -287,6 +289,23 @@ func (v *VM) waitReady(ctx context.Context, rebooted bool) error {
 		return fmt.Errorf("%w\n%s", err, v.Diagnostics(ctx))
 	}
 	return nil
+}
+
+// restartSlurm starts again, once, a Slurm daemon that failed during the
+// boot (seen on a host at load 15, where a boot took 5 minutes to SSH and
+// slurmd.service failed), after logging its journal: a daemon that fails
+// for a reason of its own fails again, and the wait for the node says so.
+func (v *VM) restartSlurm(ctx context.Context) {
+	for _, u := range []string{"munge.service", "slurmctld.service", "slurmd.service"} {
+		if !slices.Contains(v.FailedUnits, u) {
+			continue
+		}
+		journal, _, _ := v.Run(ctx, "journalctl -b --no-pager -q -n 15 -u "+u)
+		v.log.Warn("vm: a Slurm unit failed during the boot; starting it again", "unit", u, "journal", journal)
+		if _, stderr, err := v.Run(ctx, "systemctl restart "+u); err != nil {
+			v.log.Warn("vm: restart failed", "unit", u, "err", err, "stderr", stderr)
+		}
+	}
 }
 
 // BootID is the VM's /proc/sys/kernel/random/boot_id.
