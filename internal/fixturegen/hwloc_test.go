@@ -32,6 +32,28 @@ func requireLstopo(t *testing.T) string {
 	return ""
 }
 
+// hwlocHidesGPUMemory says whether the lstopo-no-graphics on PATH (this
+// machine's, or a release's under test/matrix/oracles.sh) is older than
+// hwloc 2.11, the first that keeps an NVIDIA GPU's memory NUMA node by
+// default. It reads `lstopo-no-graphics --version` ("lstopo-no-graphics
+// 2.9.0").
+func hwlocHidesGPUMemory(t *testing.T) bool {
+	t.Helper()
+	out, err := exec.Command(requireLstopo(t), "--version").Output()
+	if err != nil {
+		t.Fatalf("lstopo-no-graphics --version: %v", err)
+	}
+	f := strings.Fields(string(out))
+	var major, minor int
+	if len(f) < 2 {
+		t.Fatalf("lstopo-no-graphics --version printed %q", out)
+	}
+	if _, err := fmt.Sscanf(f[len(f)-1], "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("lstopo-no-graphics --version printed %q: %v", out, err)
+	}
+	return major < 2 || (major == 2 && minor < 11)
+}
+
 // hwObj is one object of lstopo's XML.
 type hwObj struct {
 	Type     string  `xml:"type,attr"`
@@ -156,11 +178,13 @@ func TestHwlocReadsShapes(t *testing.T) {
 				}
 			}
 
-			// hwloc drops the NUMA node named by an NVIDIA GPU's
-			// numa_status (its memory) unless told to keep it.
+			// hwloc before 2.11 drops the NUMA node named by an NVIDIA
+			// GPU's numa_status (its memory) unless told to keep it;
+			// 2.11 and later keep it (hwloc's NEWS for 2.11.0: "Don't
+			// hide the GPU NUMA node on NVIDIA Grace Hopper").
 			dropped := map[int]bool{}
 			for _, g := range s.GPUs {
-				if len(g.MemoryNUMANodes) > 0 {
+				if len(g.MemoryNUMANodes) > 0 && hwlocHidesGPUMemory(t) {
 					dropped[g.MemoryNUMANodes[0]] = true
 				}
 			}
