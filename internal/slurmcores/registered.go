@@ -1,18 +1,15 @@
 package slurmcores
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"gpuprep/internal/oracleroot"
 )
@@ -61,68 +58,27 @@ func SlurmdCLinux(root string) (Counts, error) {
 }
 
 func slurmdRegistered(env []string, params string) (Counts, error) {
-	bin, err := slurmdPath()
-	if err != nil {
-		return Counts{}, err
-	}
-	dir, err := os.MkdirTemp("", "gpuprep-slurmd-G-")
+	dir, err := slurmdDir()
 	if err != nil {
 		return Counts{}, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.Mkdir(filepath.Join(dir, "spool"), 0o700); err != nil {
+	// slurmd sees dir at oracleroot.Work(dir): dir itself, or a bind mount
+	// in $GPUPREP_ORACLE_ROOT (internal/oracleroot).
+	conf := oracleConf(oracleroot.Work(dir), params, nil, "NodeName="+oracleNode+" NodeAddr=127.0.0.1 CPUs=1")
+	out, runErr := runSlurmdG(env, dir, conf, oracleNode)
+	if err := fatalLine(out); err != nil {
 		return Counts{}, err
 	}
-	// slurmd sees dir at in: dir itself, or a bind mount in
-	// $GPUPREP_ORACLE_ROOT (internal/oracleroot).
-	in := oracleroot.Work(dir)
-	text := strings.Join([]string{
-		"ClusterName=gpuprep-oracle",
-		"SlurmctldHost=localhost(127.0.0.1)",
-		"SlurmdSpoolDir=" + filepath.Join(in, "spool"),
-		"SlurmdPidFile=" + filepath.Join(in, "slurmd.pid"),
-		"SlurmdLogFile=" + filepath.Join(in, "slurmd.log"),
-		"StateSaveLocation=" + filepath.Join(in, "state"),
-		"ProctrackType=proctrack/linuxproc",
-		"TaskPlugin=task/none",
-		// Slurm 24.11 and later start the auth plugin before they log
-		// the counts; auth/munge fails there without munged. auth/none
-		// (in every Debian slurmd, 22.05 to 26.05) needs nothing, and
-		// nothing here authenticates: -G exits before any network work.
-		"AuthType=auth/none",
-		"CredType=cred/none",
-		"SlurmdParameters=" + params,
-		"NodeName=" + oracleNode + " NodeAddr=127.0.0.1 CPUs=1",
-		"",
-	}, "\n")
-	if err := os.WriteFile(filepath.Join(dir, "slurm.conf"), []byte(text), 0o600); err != nil {
-		return Counts{}, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd, err := oracleroot.Command(ctx, oracleroot.Spec{Tool: bin, Env: env, Dir: dir, Unshare: []string{"-n"}, System: true,
-		Args: []string{"-D", "-G", "-vv", "-f", filepath.Join(in, "slurm.conf"), "-N", oracleNode}})
-	if err != nil {
-		return Counts{}, err
-	}
-	cmd.WaitDelay = time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, "fatal:") {
-			return Counts{}, errors.New(strings.TrimSpace(line))
-		}
-	}
-	m := registeredLine.FindStringSubmatch(out.String())
+	m := registeredLine.FindStringSubmatch(out)
 	if m == nil {
 		if runErr != nil {
-			return Counts{}, fmt.Errorf("%w: %s", runErr, clip(out.String()))
+			return Counts{}, fmt.Errorf("%w: %s", runErr, clip(out))
 		}
-		return Counts{}, fmt.Errorf("no CPUs:..Boards:.. line in: %s", clip(out.String()))
+		return Counts{}, fmt.Errorf("no CPUs:..Boards:.. line in: %s", clip(out))
 	}
 	if runErr != nil {
-		return Counts{}, fmt.Errorf("%w after logging the counts: %s", runErr, clip(out.String()))
+		return Counts{}, fmt.Errorf("%w after logging the counts: %s", runErr, clip(out))
 	}
 	var n [5]int
 	for i := range n {

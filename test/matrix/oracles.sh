@@ -1,7 +1,8 @@
 #!/bin/sh
 # oracles.sh RELEASE: runs gpuprep's oracle tests (gpuprep's node model,
 # core numbering and node line held against hwloc's and slurmd's reading of
-# every fixture root) with the hwloc, slurmd and libhwloc of Debian RELEASE
+# every fixture root, and the generated gres.conf against slurmd's reading
+# of it) with the hwloc, slurmd and libhwloc of Debian RELEASE
 # (bookworm, trixie or sid) instead of this machine's: it builds or finds
 # the root (test/matrix/mkroot.sh) and runs the tests with
 # GPUPREP_ORACLE_ROOT=<root> (internal/oracleroot) and CI=true (a missing
@@ -43,7 +44,7 @@ set -- \
 	internal/slurmcores . \
 	internal/fixturegen '^TestHwlocReadsShapes$' \
 	lib/topo '^(TestAgainstHwloc|TestAgainstSlurm|TestDistanceGroupsAgainstSlurm)$' \
-	lib/gresgen '^TestNodeLineAgainstSlurmd$'
+	lib/gresgen '^(TestNodeLineAgainstSlurmd|TestGresConfAgainstSlurmd)$'
 failed=0
 while [ $# -ge 2 ]; do
 	pkg=$1 run=$2
