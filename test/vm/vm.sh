@@ -51,7 +51,12 @@ run_qemu() {
 	# in well under a second; SeaBIOS takes several under TCG.
 	local bios=()
 	[ -f /usr/share/qemu/qboot.rom ] && bios=(-bios /usr/share/qemu/qboot.rom)
-	exec qemu-system-x86_64 -name gpuprep-vm -nodefaults -no-user-config -display none "${bios[@]}" \
+	# -no-reboot: a guest that resets (the image's panic=-1 after a kernel
+	# panic) stops qemu instead of booting again behind the test's back
+	# (seen once: sid's kernel 7.2 oopsed on an int3 under TCG, rebooted,
+	# and slurmctld had lost a job's script on the unclean disk). A node's
+	# reboot (vmnode.Reboot) powers off and starts a new qemu.
+	exec qemu-system-x86_64 -name gpuprep-vm -nodefaults -no-user-config -display none -no-reboot "${bios[@]}" \
 		-machine pc -accel tcg,thread=multi -cpu max \
 		-smp 4,sockets=2,cores=2,threads=1 -m 2048 \
 		-object memory-backend-ram,id=mem0,size=1024M -numa node,nodeid=0,memdev=mem0 \

@@ -49,7 +49,28 @@ func (v *VM) Diagnostics(ctx context.Context) string {
 	} else {
 		b.WriteString("qemu is not running\n")
 	}
+	if p := v.Panic(); p != "" {
+		fmt.Fprintf(&b, "== the guest kernel panicked (not gpuprep: the VM is gone or rebooted):\n%s\n", p)
+	}
 	b.WriteString("== serial console\n")
 	b.WriteString(v.SerialTail(20))
 	return b.String()
+}
+
+// Panic is the serial console's last kernel oops or panic, with the lines
+// before it ("" when none): a guest kernel that died (under TCG, sid's
+// kernel once oopsed on an int3 in the scheduler) explains every failure
+// after it.
+func (v *VM) Panic() string {
+	b, err := os.ReadFile(v.SerialLog)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "Kernel panic - not syncing") || strings.Contains(lines[i], "Oops: ") {
+			return strings.Join(lines[max(0, i-3):min(len(lines), i+4)], "\n")
+		}
+	}
+	return ""
 }

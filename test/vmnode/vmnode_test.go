@@ -104,3 +104,19 @@ func TestParseSlurmVersion(t *testing.T) {
 		}
 	}
 }
+
+// A guest kernel panic on the serial console is named in the diagnostics.
+func TestPanic(t *testing.T) {
+	v := &VM{SerialLog: filepath.Join(t.TempDir(), "serial.log")}
+	if p := v.Panic(); p != "" {
+		t.Errorf("no serial log: Panic = %q", p)
+	}
+	os.WriteFile(v.SerialLog, []byte("[ 1.0] systemd[1]: Started x.\r\n[ 242.5] Oops: int3: 0000 [#1] SMP NOPTI\r\n[ 242.56] Kernel panic - not syncing: Fatal exception in interrupt\r\n[ 0.0] Linux version 7.2\r\n"), 0o644)
+	if p := v.Panic(); !strings.Contains(p, "Kernel panic - not syncing") || !strings.Contains(p, "Oops: int3") || strings.Contains(p, "\r") {
+		t.Errorf("Panic = %q", p)
+	}
+	os.WriteFile(v.SerialLog, []byte("[ 1.0] systemd[1]: Started x.\n"), 0o644)
+	if p := v.Panic(); p != "" {
+		t.Errorf("a clean console: Panic = %q", p)
+	}
+}
