@@ -39,6 +39,7 @@ type GresInput struct {
 type Gres struct {
 	Name, Type   string
 	Count, Index int
+	ID           string // the GRES plugin's id ("7696487" for gpu)
 	File         string
 	Cores        string
 	CoreCnt      int
@@ -261,6 +262,8 @@ func ParseSlurmdG(out string) ([]Gres, error) {
 				g.Count, err = strconv.Atoi(v)
 			case "Index":
 				g.Index, err = strconv.Atoi(v)
+			case "ID":
+				g.ID = v
 			case "File":
 				g.File = v
 			case "Cores":

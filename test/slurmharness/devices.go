@@ -1,13 +1,13 @@
 package slurmharness
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
+
+	"gpuprep/internal/slurmcores"
 )
 
 // NvidiaMajor is the character major of /dev/nvidia<N>.
@@ -66,68 +66,9 @@ func mknod(t testing.TB, path string, major, minor int) {
 //
 //	slurmd: Gres Name=gpu Type=h100 Count=1 Index=0 ID=7696487 File=/d/nvidia0 Cores=0 CoreCnt=2 Links=-1,4,4,4
 //
-// Links is "" where slurmd prints "(null)" (no Links=); Type is "" for
-// "(null)". For a File= range (nvidia[0-3]) slurmd prints one line with
-// Count=4; for a MIG line (MultipleFiles=) Index is the last file's minor.
-type GresLine struct {
-	Name, Type   string
-	Count, Index int
-	ID           string
-	File         string
-	Cores        string
-	CoreCnt      int
-	Links        string
-	Flags        string
-	Raw          string
-}
+// (internal/slurmcores reads it, for every Slurm release's prefix).
+type GresLine = slurmcores.Gres
 
 // ParseSlurmdG returns the GRES lines of `slurmd -G` output; other lines
 // (warnings, errors) are ignored (find them in the text).
-func ParseSlurmdG(out string) ([]GresLine, error) {
-	var gs []GresLine
-	for _, l := range strings.Split(out, "\n") {
-		l = strings.TrimSpace(l)
-		l = strings.TrimPrefix(l, "slurmd: ")
-		if !strings.HasPrefix(l, "Gres ") {
-			continue
-		}
-		g := GresLine{Raw: l}
-		for _, tok := range strings.Fields(strings.TrimPrefix(l, "Gres ")) {
-			k, v, ok := strings.Cut(tok, "=")
-			if !ok {
-				continue // "(null)" where Links= would be
-			}
-			if v == "(null)" {
-				v = ""
-			}
-			var err error
-			switch k {
-			case "Name":
-				g.Name = v
-			case "Type":
-				g.Type = v
-			case "Count":
-				g.Count, err = strconv.Atoi(v)
-			case "Index":
-				g.Index, err = strconv.Atoi(v)
-			case "ID":
-				g.ID = v
-			case "File":
-				g.File = v
-			case "Cores":
-				g.Cores = v
-			case "CoreCnt":
-				g.CoreCnt, err = strconv.Atoi(v)
-			case "Links":
-				g.Links = v
-			case "Flags":
-				g.Flags = v
-			}
-			if err != nil {
-				return nil, fmt.Errorf("slurmd -G line %q: %s: %v", l, k, err)
-			}
-		}
-		gs = append(gs, g)
-	}
-	return gs, nil
-}
+func ParseSlurmdG(out string) ([]GresLine, error) { return slurmcores.ParseSlurmdG(out) }
