@@ -3,7 +3,9 @@ package vmnode
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -45,6 +47,8 @@ func (v *VM) Diagnostics(ctx context.Context) string {
 		b.WriteString(out)
 		if err != nil {
 			fmt.Fprintf(&b, "(diagnostics: %v %s)\n", err, stderr)
+			// The guest does not answer: say what qemu sees of it.
+			fmt.Fprintf(&b, "== qemu monitor\n%s\n", v.monitor("info status", "info registers -a"))
 		}
 	} else {
 		b.WriteString("qemu is not running\n")
@@ -73,4 +77,49 @@ func (v *VM) Panic() string {
 		}
 	}
 	return ""
+}
+
+// monitor runs commands on qemu's human monitor (DIR/monitor.sock, see
+// test/vm/vm.sh) for a guest that stopped answering SSH, and returns the
+// lines that say whether it runs, is paused or shut down, and where each
+// vCPU is ("info status", "info registers -a": CPU# and RIP=). Each
+// command gets a second to answer.
+func (v *VM) monitor(cmds ...string) string {
+	c, err := net.DialTimeout("unix", filepath.Join(v.Dir, "monitor.sock"), 2*time.Second)
+	if err != nil {
+		return fmt.Sprintf("(no monitor: %v)", err)
+	}
+	defer c.Close()
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	read := func() {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		for {
+			n, err := c.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}
+	read() // the greeting
+	for _, cmd := range cmds {
+		if _, err := c.Write([]byte(cmd + "\n")); err != nil {
+			fmt.Fprintf(&out, "(%s: %v)", cmd, err)
+			break
+		}
+		read()
+	}
+	// Keep the answers, not the monitor's echo of each keystroke, and of
+	// the registers each vCPU's instruction pointer.
+	var keep []string
+	for _, l := range strings.Split(strings.ReplaceAll(out.String(), "\r", ""), "\n") {
+		if strings.Contains(l, "VM status") || strings.HasPrefix(l, "CPU#") || strings.Contains(l, "RIP=") {
+			keep = append(keep, strings.TrimSpace(l))
+		}
+	}
+	if len(keep) == 0 {
+		return "(the monitor said nothing)"
+	}
+	return strings.Join(keep, "\n")
 }
