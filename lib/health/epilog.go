@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/slurm"
 )
 
 // leftovers is the leftover_processes check: processes on the job's GPUs
@@ -96,26 +96,7 @@ func procHolders(o Options, minor int) ([]int, error) {
 // a folder named by the job's SLUID (Slurm 26.05, cgroup v2).
 func inJob(o Options, pid int) bool {
 	b, err := o.Root.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return false
-	}
-	names := []string{"job_" + o.JobID}
-	if o.JobSLUID != "" {
-		names = append(names, o.JobSLUID)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		// hierarchy-ID:controllers:path
-		parts := strings.SplitN(l, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, dir := range strings.Split(parts[2], "/") {
-			if slices.Contains(names, dir) {
-				return true
-			}
-		}
-	}
-	return false
+	return err == nil && slurm.ProcInJob(string(b), o.JobID, o.JobSLUID)
 }
 
 // external runs [health] external_command (argv, no shell) with

@@ -206,3 +206,23 @@ func JobCgroupName(job, sluid string) string {
 	}
 	return "job_" + job
 }
+
+// ProcInJob says whether a /proc/<pid>/cgroup file (cgroupFile, its
+// content) puts the process in the cgroup of job (its SLUID, "" before
+// Slurm 26.05): any hierarchy's path with a folder named as JobCgroupName
+// or job_<id> names it.
+func ProcInJob(cgroupFile, job, sluid string) bool {
+	for _, l := range strings.Split(cgroupFile, "\n") {
+		// hierarchy-ID:controllers:path
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, dir := range strings.Split(parts[2], "/") {
+			if id, ok := JobCgroupID(dir); (ok && id == job) || (sluid != "" && dir == sluid) {
+				return true
+			}
+		}
+	}
+	return false
+}

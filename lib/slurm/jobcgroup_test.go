@@ -121,3 +121,22 @@ func TestParseSLUID(t *testing.T) {
 		}
 	}
 }
+
+func TestProcInJob(t *testing.T) {
+	v2 := "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n"
+	v1 := "4:cpuset:/slurm/uid_1000/job_42/step_0\n1:name=systemd:/system.slice/slurmd.service\n"
+	sl := "0::/system.slice/gpunode_slurmstepd.scope/s6KSM8TX3WZG00/step_0\n"
+	for _, c := range []struct {
+		file, job, sluid string
+		want             bool
+	}{
+		{v2, "42", "", true}, {v2, "4", "", false}, {v1, "42", "", true},
+		{"0::/system.slice/slurmstepd.scope/job_421/step_0\n", "42", "", false},
+		{sl, "1", "s6KSM8TX3WZG00", true}, {sl, "1", "", false}, {sl, "1", "s7AAAAAAAAAAAA", false},
+		{"garbage", "42", "", false},
+	} {
+		if got := ProcInJob(c.file, c.job, c.sluid); got != c.want {
+			t.Errorf("ProcInJob(%q, %s, %q) = %v, want %v", c.file, c.job, c.sluid, got, c.want)
+		}
+	}
+}
