@@ -263,3 +263,8 @@ step "Whoever is on call: the drift history" "gpuprep-epilog --report"
 step "Metrics for node_exporter's textfile collector" "cat gpuprep.prom"
 grep -v '^#' "$spool/textfile/gpuprep.prom"
 
+# DEMO_METRICS_OUT=DIR keeps the node's textfile metrics (every *.prom the
+# programs wrote) in DIR, for the Prometheus example's tests.
+if [ -n "${DEMO_METRICS_OUT:-}" ]; then
+  cp "$spool"/textfile/*.prom "$DEMO_METRICS_OUT"/
+fi

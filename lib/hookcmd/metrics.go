@@ -1,12 +1,9 @@
 package hookcmd
 
 import (
-	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
-	"gpuprep/lib/cli"
 	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
@@ -52,28 +49,4 @@ func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, 
 	if err := drift.WriteMetrics(dir, m, drift.Build{Version: cmdenv.Version, Commit: cmdenv.Commit}); err != nil {
 		log.Warn("metrics not written", "dir", dir, "err", err)
 	}
-}
-
-// report is gpuprep-epilog --report: the drift history, as a table or JSON.
-func report(sp *state.Spool, f *flags, stdout, stderr io.Writer, prog string) int {
-	var since time.Time
-	if f.since > 0 {
-		since = time.Now().Add(-f.since)
-	}
-	recs, skipped, err := drift.Read(sp, since)
-	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
-	}
-	if skipped.Total() > 0 {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", prog, skipped)
-	}
-	if f.common.JSON {
-		err = drift.WriteReportJSON(stdout, recs)
-	} else {
-		err = drift.WriteReport(stdout, recs)
-	}
-	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
-	}
-	return cli.ExitOK
 }
