@@ -10,7 +10,7 @@ DESTDIR ?=
 VERSION := $(shell cat VERSION)
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || { git rev-parse --git-dir >/dev/null 2>&1 && echo -dirty; })
 LDFLAGS := -s -w -X gpuprep/lib/cmdenv.Version=$(VERSION) -X gpuprep/lib/cmdenv.Commit=$(COMMIT)
-BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres
+BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres bin/gpuprep-health
 # bin/sim/ holds the same programs built with -tags gpuprep_mock: they also
 # accept --gpu-backend mock:<model> (go-nvml's mock servers), for the demo and
 # the benchmarks on simulated nodes. Install bin/, never bin/sim/.
@@ -28,10 +28,12 @@ bin/gpuprep-epilog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./
 # srunwrap is static (no cgo, no libc): it runs inside any container image.
 bin/srunwrap: FORCE ; CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
 bin/gpuprep-gres: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
+bin/gpuprep-health: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./health
 bin/sim/gpuprep-prolog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
 bin/sim/gpuprep-epilog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
 bin/sim/srunwrap: FORCE ; CGO_ENABLED=0 $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
 bin/sim/gpuprep-gres: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
+bin/sim/gpuprep-health: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./health
 FORCE:
 
 # deps installs what the tests need on a fresh Debian 12 machine (as root):
@@ -129,7 +131,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	$(GO) vet ./...
 
-# install copies the four programs (not bin/sim/), an example configuration
+# install copies the five programs (not bin/sim/), an example configuration
 # (the admin writes /etc/gpuprep/gpuprep.toml), the tmpfiles.d rule, the
 # examples and the man pages; uninstall removes exactly those files. The
 # packages (make package) are the way to install on a node.
@@ -138,7 +140,7 @@ MANDIR := $(PREFIX)/share/man
 EXAMPLES := examples/slurm.conf.fragment examples/gpuprep.toml examples/health-models.toml examples/srunwrap/taskprolog.sh examples/gres.conf.mistakes
 install: $(BINS) man
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/gpuprep $(DESTDIR)/etc/tmpfiles.d $(DESTDIR)$(DOCDIR)/examples
-	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres bin/gpuprep-health $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0755 bin/srunwrap $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml.example
 	install -m 0644 examples/tmpfiles.d/gpuprep.conf $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
@@ -146,7 +148,7 @@ install: $(BINS) man
 	cd build/man && for f in man*/*.gz; do install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$$f || exit 1; done
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/sbin/,gpuprep-prolog gpuprep-epilog gpuprep-gres) $(DESTDIR)$(PREFIX)/bin/srunwrap
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/sbin/,gpuprep-prolog gpuprep-epilog gpuprep-gres gpuprep-health) $(DESTDIR)$(PREFIX)/bin/srunwrap
 	rm -f $(DESTDIR)/etc/gpuprep/gpuprep.toml.example $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/,$(MANPAGES))
@@ -155,7 +157,7 @@ uninstall:
 # man writes the man pages into build/man (man1/, man5/, man8/), generated
 # from the programs' flag definitions and the configuration schema
 # (internal/mangen) and compressed with gzip -9n.
-MANPAGES := man1/srunwrap.1.gz man8/gpuprep-prolog.8.gz man8/gpuprep-epilog.8.gz man8/gpuprep-gres.8.gz man5/gpuprep.toml.5.gz
+MANPAGES := man1/srunwrap.1.gz man8/gpuprep-prolog.8.gz man8/gpuprep-epilog.8.gz man8/gpuprep-gres.8.gz man8/gpuprep-health.8.gz man5/gpuprep.toml.5.gz
 man:
 	@test -f internal/mangen/cmd/mangen/main.go || { echo "make man: internal/mangen/cmd/mangen is missing: no generator for the man pages" >&2; exit 1; }
 	@# In a folder of its own, moved into place at the end: a make install

@@ -255,7 +255,7 @@ func TestDeterministic(t *testing.T) {
 			t.Errorf("%s: .TH without the date and version", rel)
 		}
 	}
-	want := []string{"man8/gpuprep-prolog.8", "man8/gpuprep-epilog.8", "man8/gpuprep-gres.8", "man1/srunwrap.1", "man5/gpuprep.toml.5"}
+	want := []string{"man8/gpuprep-prolog.8", "man8/gpuprep-epilog.8", "man8/gpuprep-gres.8", "man8/gpuprep-health.8", "man1/srunwrap.1", "man5/gpuprep.toml.5"}
 	if !slices.Equal(names, want) {
 		t.Errorf("files %q, want %q", names, want)
 	}

@@ -31,6 +31,7 @@ var Pages = []Page{
 	{Name: "gpuprep-prolog", Section: "8", FlagSet: func() *pflag.FlagSet { return hookcmd.FlagSet("prolog") }},
 	{Name: "gpuprep-epilog", Section: "8", FlagSet: func() *pflag.FlagSet { return hookcmd.FlagSet("epilog") }},
 	{Name: "gpuprep-gres", Section: "8", FlagSet: grescmd.FlagSet},
+	{Name: "gpuprep-health", Section: "8", FlagSet: hookcmd.HealthFlagSet},
 	{Name: "srunwrap", Section: "1", FlagSet: srunwrapcmd.FlagSet},
 	{Name: "gpuprep.toml", Section: "5"},
 }

@@ -50,6 +50,11 @@ type HealthSection struct {
 	// the "external" check failing.
 	ExternalCommand []string      `toml:"external_command"`
 	ExternalTimeout time.Duration `toml:"external_timeout"`
+	// BootGrace is how long after boot gpuprep-health (HealthCheckProgram)
+	// only warns about the checks that wait for daemons (persistence,
+	// NVLinks through the fabric manager, InfiniBand ports, the GPU count
+	// and driver, the NCCL topology file) instead of draining; 0 none.
+	BootGrace time.Duration `toml:"boot_grace"`
 }
 
 // Health severities.
@@ -70,6 +75,7 @@ var HealthChecks = []string{
 const (
 	maxDebounce        = 100
 	maxExternalTimeout = 10 * time.Minute
+	maxBootGrace       = time.Hour
 	maxXID             = 1000
 )
 
@@ -147,6 +153,9 @@ func checkHealth(h *HealthSection, deadline time.Duration, ps *problems) {
 	}
 	if len(h.ExternalCommand) > 0 && !strings.HasPrefix(h.ExternalCommand[0], "/") {
 		ps.add(k("external_command"), "%s: the program %q must be an absolute path (the epilog runs with no PATH)", formatKey(k("external_command")), h.ExternalCommand[0])
+	}
+	if h.BootGrace < 0 || h.BootGrace > maxBootGrace {
+		ps.add(k("boot_grace"), "%s = %q: must be 0s..%s", formatKey(k("boot_grace")), h.BootGrace, maxBootGrace)
 	}
 	if h.ExternalTimeout <= 0 || h.ExternalTimeout > maxExternalTimeout {
 		ps.add(k("external_timeout"), "%s = %q: must be 1s..%s (and below general.deadline)", formatKey(k("external_timeout")), h.ExternalTimeout, maxExternalTimeout)

@@ -7,15 +7,19 @@ import (
 	"gpuprep/lib/state"
 )
 
-// MetricsFile is the spool file that carries the metrics between runs, so
-// the prolog's and the epilog's figures both survive whichever writes the
-// textfile last, and counters never go back to zero on a restart.
-const MetricsFile = "metrics.json"
+// MetricsFile is the spool file that carries one writer's metrics between
+// its runs ("metrics-epilog.json"), so its counters never go back to zero.
+func MetricsFile(hook string) string { return "metrics-" + hook + ".json" }
 
-// Hooks.
+// LegacyMetricsFile is the one file all writers shared before each had its
+// own; the epilog takes its counters over once.
+const LegacyMetricsFile = "metrics.json"
+
+// Writers: the hooks, and gpuprep-health.
 const (
 	HookProlog = "prolog"
 	HookEpilog = "epilog"
+	HookHealth = "health"
 )
 
 // Run is one hook's last run.
@@ -25,16 +29,33 @@ type Run struct {
 	OK       bool      `json:"ok"`               // exit 0
 }
 
-// Metrics is what gpuprep.prom reports. The event counts are counters: they
-// only grow, kept in the spool (MetricsFile), and rebuilt from the drift
-// file's history when that file is missing.
+// Metrics is what one writer's textfile (PromFile) reports. The event
+// counts are counters: they only grow, kept in the spool (MetricsFile).
 type Metrics struct {
 	DriftEvents     map[string]uint64 `json:"drift_events"`     // by knob, Kind "drift"
 	InvariantEvents map[string]uint64 `json:"invariant_events"` // by knob, Kind "invariant"
-	Runs            map[string]Run    `json:"runs"`             // by hook
+	Runs            map[string]Run    `json:"runs"`             // by hook: this writer's only
 	// DeadJobs counts jobs let go of because they were over although their
 	// epilog never ran, by reason: "reboot", "cgroup" or "age".
 	DeadJobs map[string]uint64 `json:"dead_jobs,omitempty"`
+	// Fallbacks counts jobs that ran with another profile than they asked
+	// for, by the profile asked for.
+	Fallbacks map[string]uint64 `json:"profile_fallbacks,omitempty"`
+	// Checks are the health checks' last outcome on each scope, and XIDs
+	// the Xids this writer read, by code and GPU (healthmetrics.go).
+	Checks map[string]CheckState `json:"checks,omitempty"`
+	XIDs   map[string]XIDCount   `json:"xids,omitempty"`
+	// Drained is gpuprep_node_drained (gpuprep-health only): 1 drained by
+	// gpuprep, 0 not, -1 or nil unknown.
+	Drained *int `json:"node_drained,omitempty"`
+}
+
+// AddFallback counts one job that fell back from profile.
+func (m *Metrics) AddFallback(profile string) {
+	if m.Fallbacks == nil {
+		m.Fallbacks = map[string]uint64{}
+	}
+	m.Fallbacks[profile]++
 }
 
 // AddDeadJob counts one job released as dead, for reason.
@@ -67,30 +88,50 @@ func (m *Metrics) SetRun(hook string, end time.Time, d time.Duration, ok bool) {
 	m.Runs[hook] = Run{End: end.UTC(), Duration: d.Seconds(), OK: ok}
 }
 
-// LoadMetrics reads MetricsFile from the spool. When it is missing, the
-// counts are rebuilt from the drift file. When it does not parse, they are
-// rebuilt too and the error is returned with them: log it and go on (the
-// next SaveMetrics repairs the file); metrics never fail a job. Call it and
-// SaveMetrics under the spool lock.
-func LoadMetrics(sp *state.Spool) (Metrics, error) {
-	var m Metrics
-	found, err := sp.ReadJSON(MetricsFile, &m)
+// LoadMetrics reads hook's MetricsFile from the spool. When it is missing,
+// the epilog (which writes the drift records) takes over the counts of the
+// LegacyMetricsFile, or rebuilds them from the drift file; other writers
+// start from zero. When it does not parse, the same is done and the error is
+// returned with the result: log it and go on (the next SaveMetrics repairs
+// the file); metrics never fail a job. Call it and SaveMetrics under the
+// spool lock. rebuilt says the drift counts were rebuilt from the drift
+// file: they include the records this run appended already, so the caller
+// must not count those again.
+func LoadMetrics(sp *state.Spool, hook string) (m Metrics, rebuilt bool, err error) {
+	found, err := sp.ReadJSON(MetricsFile(hook), &m)
 	if found && err == nil {
-		return m, nil
+		return m, false, nil
 	}
 	m = Metrics{}
+	if hook != HookEpilog {
+		if err != nil {
+			return m, false, fmt.Errorf("metrics: %w (started over)", err)
+		}
+		return m, false, nil
+	}
+	var legacy Metrics
+	if ok, lerr := sp.ReadJSON(LegacyMetricsFile, &legacy); ok && lerr == nil {
+		m = Metrics{DriftEvents: legacy.DriftEvents, InvariantEvents: legacy.InvariantEvents, DeadJobs: legacy.DeadJobs}
+		if r, ok := legacy.Runs[hook]; ok {
+			m.Runs = map[string]Run{hook: r}
+		}
+		if err != nil {
+			return m, false, fmt.Errorf("metrics: %w (counts taken from %s)", err, LegacyMetricsFile)
+		}
+		return m, false, nil
+	}
 	recs, _, rerr := Read(sp, time.Time{})
 	m.AddDrift(recs)
 	if err == nil && rerr != nil {
 		err = rerr
 	}
 	if err != nil {
-		return m, fmt.Errorf("metrics: %w (drift counts rebuilt from %s)", err, FileName)
+		return m, true, fmt.Errorf("metrics: %w (drift counts rebuilt from %s)", err, FileName)
 	}
-	return m, nil
+	return m, true, nil
 }
 
-// SaveMetrics writes m to MetricsFile in the spool, atomically.
-func SaveMetrics(sp *state.Spool, m Metrics) error {
-	return sp.WriteJSON(MetricsFile, m)
+// SaveMetrics writes m to hook's MetricsFile in the spool, atomically.
+func SaveMetrics(sp *state.Spool, hook string, m Metrics) error {
+	return sp.WriteJSON(MetricsFile(hook), m)
 }

@@ -11,7 +11,7 @@ import (
 
 func TestMetricsSurviveRestarts(t *testing.T) {
 	sp := newSpool(t)
-	m, err := LoadMetrics(sp)
+	m, _, err := LoadMetrics(sp, HookEpilog)
 	if err != nil || m.DriftEvents != nil || m.Runs != nil {
 		t.Fatalf("fresh: %+v %v", m, err)
 	}
@@ -21,19 +21,24 @@ func TestMetricsSurviveRestarts(t *testing.T) {
 	}
 	m.AddDrift(recs)
 	m.SetRun(HookEpilog, t0, 20*time.Millisecond, true)
-	if err := SaveMetrics(sp, m); err != nil {
+	if err := SaveMetrics(sp, HookEpilog, m); err != nil {
 		t.Fatal(err)
 	}
-	// Another process (the prolog) loads, adds its run, saves: the epilog's
-	// figures and the counts are kept.
-	m2, err := LoadMetrics(sp)
+	// The next epilog loads them back whole.
+	m2, _, err := LoadMetrics(sp, HookEpilog)
 	if err != nil || !reflect.DeepEqual(m2, m) {
 		t.Fatalf("reload:\n got %+v\nwant %+v (%v)", m2, m, err)
 	}
-	m2.SetRun(HookProlog, t0.Add(time.Minute), 5*time.Millisecond, false)
-	SaveMetrics(sp, m2)
-	m3, _ := LoadMetrics(sp)
-	if len(m3.Runs) != 2 || m3.DriftEvents["cpu.governor"] != 3 || m3.InvariantEvents["gpu.persistence"] != 1 {
+	// The prolog keeps its own: it starts from zero and never touches
+	// the epilog's.
+	p, _, err := LoadMetrics(sp, HookProlog)
+	if err != nil || p.DriftEvents != nil || p.Runs != nil {
+		t.Fatalf("prolog's: %+v %v", p, err)
+	}
+	p.SetRun(HookProlog, t0.Add(time.Minute), 5*time.Millisecond, false)
+	SaveMetrics(sp, HookProlog, p)
+	m3, _, _ := LoadMetrics(sp, HookEpilog)
+	if len(m3.Runs) != 1 || m3.DriftEvents["cpu.governor"] != 3 || m3.InvariantEvents["gpu.persistence"] != 1 {
 		t.Fatalf("after prolog: %+v", m3)
 	}
 }
@@ -43,19 +48,19 @@ func TestMetricsSurviveRestarts(t *testing.T) {
 func TestMetricsRebuiltFromHistory(t *testing.T) {
 	sp := newSpool(t)
 	Append(sp, history())
-	m, err := LoadMetrics(sp) // no metrics.json yet
+	m, _, err := LoadMetrics(sp, HookEpilog) // no metrics.json yet
 	if err != nil || m.DriftEvents["cpu.governor"] != 3 || m.InvariantEvents["gpu.persistence"] != 1 {
 		t.Fatalf("rebuilt %+v %v", m, err)
 	}
-	os.WriteFile(filepath.Join(sp.Dir(), MetricsFile), []byte("{garbage"), 0o600)
-	m, err = LoadMetrics(sp)
-	if err == nil || !strings.Contains(err.Error(), MetricsFile) || m.DriftEvents["cpu.governor"] != 3 {
+	os.WriteFile(filepath.Join(sp.Dir(), MetricsFile(HookEpilog)), []byte("{garbage"), 0o600)
+	m, _, err = LoadMetrics(sp, HookEpilog)
+	if err == nil || !strings.Contains(err.Error(), MetricsFile(HookEpilog)) || m.DriftEvents["cpu.governor"] != 3 {
 		t.Fatalf("corrupt file: %+v %v", m, err)
 	}
-	if err := SaveMetrics(sp, m); err != nil {
+	if err := SaveMetrics(sp, HookEpilog, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadMetrics(sp); err != nil {
+	if _, _, err := LoadMetrics(sp, HookEpilog); err != nil {
 		t.Fatalf("not repaired: %v", err)
 	}
 }

@@ -2,10 +2,13 @@ package drift
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +16,14 @@ import (
 	"gpuprep/lib/state"
 )
 
-// PromFile is the file WriteMetrics writes in the textfile directory.
-const PromFile = "gpuprep.prom"
+// PromFile is the file hook's writer keeps in the textfile directory
+// ("gpuprep-epilog.prom"): each writer has its own, so none overwrites
+// another's figures, and no series is in two files.
+func PromFile(hook string) string { return "gpuprep-" + hook + ".prom" }
+
+// LegacyPromFile is the one textfile all writers shared before; a writer
+// removes it, or node_exporter would report its series twice.
+const LegacyPromFile = "gpuprep.prom"
 
 // Metric names.
 const (
@@ -23,6 +32,7 @@ const (
 	MetricRunSuccess  = "gpuprep_last_run_success"
 	MetricRunTime     = "gpuprep_last_run_timestamp_seconds"
 	MetricDeadJobs    = "gpuprep_dead_jobs_released_total"
+	MetricFallbacks   = "gpuprep_profile_fallbacks_total"
 	MetricBuildInfo   = "gpuprep_build_info"
 )
 
@@ -33,48 +43,62 @@ type Build struct {
 	Commit  string // "" when not built from git
 }
 
-// WriteMetrics writes m in the Prometheus text format to dir/gpuprep.prom
-// (mode 0644, for node_exporter's textfile collector), atomically: a hidden
-// temporary file in dir, fsync, rename, fsync dir. dir must already exist
-// (it is node_exporter's, not ours); the error is for the caller to log.
-func WriteMetrics(dir string, m Metrics, b Build) error {
+// WriteMetrics writes hook's metrics m in the Prometheus text format to
+// dir/PromFile(hook) (mode 0644, for node_exporter's textfile collector),
+// atomically: a hidden temporary file in dir, fsync, rename, fsync dir. It
+// then removes LegacyPromFile. dir must already exist (it is
+// node_exporter's, not ours); the error is for the caller to log.
+func WriteMetrics(dir, hook, hostname string, m Metrics, b Build) error {
 	if fi, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("metrics: textfile directory: %w", err)
 	} else if !fi.IsDir() {
 		return fmt.Errorf("metrics: textfile directory %s is not a directory", dir)
 	}
-	return state.WriteFileAtomic(dir, PromFile, FormatMetrics(m, b), 0o644)
+	if err := state.WriteFileAtomic(dir, PromFile(hook), FormatMetrics(hook, hostname, m, b), 0o644); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, LegacyPromFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("metrics: remove the old %s: %w", LegacyPromFile, err)
+	}
+	return nil
 }
 
-// FormatMetrics is m, and gpuprep_build_info for build, in the Prometheus
-// text exposition format (0.0.4). Every family has its HELP and TYPE even
-// with no samples yet.
-func FormatMetrics(m Metrics, build Build) []byte {
+// FormatMetrics is hook's metrics m, and gpuprep_build_info for build, in
+// the Prometheus text exposition format (0.0.4). Every sample carries
+// hook="<hook>", so the writers' files never hold the same series; the
+// health families carry dcgm-exporter's GPU labels and Hostname (hostname).
+// Every family has its HELP and TYPE even with no samples yet.
+func FormatMetrics(hook, hostname string, m Metrics, build Build) []byte {
 	var b bytes.Buffer
-	family(&b, MetricBuildInfo, "gauge", "Always 1; the labels name the gpuprep release (version) and git commit (commit, empty when unknown) that wrote this file.")
-	sample(&b, MetricBuildInfo, 1, "version", build.Version, "commit", build.Commit)
+	family(&b, MetricBuildInfo, "gauge", "Always 1; the labels name the gpuprep release (version) and git commit (commit, empty when unknown) of the writer (hook: prolog, epilog or health).")
+	sample(&b, MetricBuildInfo, 1, "hook", hook, "version", build.Version, "commit", build.Commit)
 	family(&b, MetricDriftEvents, "counter",
-		"Drift records written on this node by gpuprep's epilog, by kind (drift: a knob changed under a job; invariant: a configured node invariant was broken) and knob.")
+		"Drift records written on this node by gpuprep, by writer (hook), kind (drift: a knob changed under a job; invariant: a configured node invariant was broken) and knob.")
 	for _, kind := range []string{KindDrift, KindInvariant} {
 		counts := m.DriftEvents
 		if kind == KindInvariant {
 			counts = m.InvariantEvents
 		}
 		for _, knob := range slices.Sorted(maps.Keys(counts)) {
-			sample(&b, MetricDriftEvents, float64(counts[knob]), "kind", kind, "knob", knob)
+			sample(&b, MetricDriftEvents, float64(counts[knob]), "hook", hook, "kind", kind, "knob", knob)
 		}
 	}
 	family(&b, MetricDeadJobs, "counter",
 		"Jobs whose settings gpuprep let go of because the job was over but its epilog never ran, by reason (reboot: the node rebooted; cgroup: Slurm's cgroup of the job is gone; age: older than general.max_job_age).")
 	for _, reason := range slices.Sorted(maps.Keys(m.DeadJobs)) {
-		sample(&b, MetricDeadJobs, float64(m.DeadJobs[reason]), "reason", reason)
+		sample(&b, MetricDeadJobs, float64(m.DeadJobs[reason]), "hook", hook, "reason", reason)
+	}
+	family(&b, MetricFallbacks, "counter",
+		"Jobs that ran with another profile than the one they asked for (selection.unfit_profile), by the profile asked for.")
+	for _, p := range slices.Sorted(maps.Keys(m.Fallbacks)) {
+		sample(&b, MetricFallbacks, float64(m.Fallbacks[p]), "hook", hook, "profile", p)
 	}
 	hooks := slices.Sorted(maps.Keys(m.Runs))
-	family(&b, MetricRunDuration, "gauge", "Wall time of the hook's last run, in seconds.")
+	family(&b, MetricRunDuration, "gauge", "Wall time of the writer's last run, in seconds.")
 	for _, h := range hooks {
 		sample(&b, MetricRunDuration, m.Runs[h].Duration, "hook", h)
 	}
-	family(&b, MetricRunSuccess, "gauge", "1 if the hook's last run succeeded (exit 0), 0 if it failed.")
+	family(&b, MetricRunSuccess, "gauge", "1 if the writer's last run succeeded (exit 0), 0 if it failed.")
 	for _, h := range hooks {
 		ok := 0.0
 		if m.Runs[h].OK {
@@ -82,10 +106,11 @@ func FormatMetrics(m Metrics, build Build) []byte {
 		}
 		sample(&b, MetricRunSuccess, ok, "hook", h)
 	}
-	family(&b, MetricRunTime, "gauge", "When the hook's last run ended, in seconds since the Unix epoch.")
+	family(&b, MetricRunTime, "gauge", "When the writer's last run ended, in seconds since the Unix epoch.")
 	for _, h := range hooks {
 		sample(&b, MetricRunTime, float64(m.Runs[h].End.UnixMilli())/1000, "hook", h)
 	}
+	formatHealth(&b, hook, hostname, m)
 	return b.Bytes()
 }
 

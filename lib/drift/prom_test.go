@@ -14,7 +14,6 @@ func testMetrics() Metrics {
 	recs := history()
 	recs = append(recs, rec(50, "gpu01", "weird \"knob\"\\\nname", "0", "a", "b"))
 	m.AddDrift(recs)
-	m.SetRun(HookProlog, t0, 12500*time.Microsecond, true)
 	m.SetRun(HookEpilog, t0.Add(time.Minute), 31*time.Millisecond, false)
 	m.AddDeadJob("cgroup")
 	m.AddDeadJob("cgroup")
@@ -23,26 +22,23 @@ func testMetrics() Metrics {
 }
 
 func TestFormatMetrics(t *testing.T) {
-	text := string(FormatMetrics(testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
+	text := string(FormatMetrics(HookEpilog, "gpu01", testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
 	t.Log("\n" + text)
 	got, err := parseProm(text)
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, text)
 	}
 	want := map[string]float64{
-		`gpuprep_drift_events_total{kind="drift",knob="cpu.governor"}`:           3,
-		`gpuprep_drift_events_total{kind="drift",knob="thp.enabled"}`:            1,
-		`gpuprep_drift_events_total{kind="drift",knob="weird \"knob\"\\\nname"}`: 1,
-		`gpuprep_drift_events_total{kind="invariant",knob="gpu.persistence"}`:    1,
-		`gpuprep_last_run_duration_seconds{hook="prolog"}`:                       0.0125,
-		`gpuprep_last_run_duration_seconds{hook="epilog"}`:                       0.031,
-		`gpuprep_last_run_success{hook="prolog"}`:                                1,
-		`gpuprep_last_run_success{hook="epilog"}`:                                0,
-		`gpuprep_last_run_timestamp_seconds{hook="prolog"}`:                      float64(t0.Unix()),
-		`gpuprep_last_run_timestamp_seconds{hook="epilog"}`:                      float64(t0.Unix() + 60),
-		`gpuprep_dead_jobs_released_total{reason="cgroup"}`:                      2,
-		`gpuprep_dead_jobs_released_total{reason="reboot"}`:                      1,
-		`gpuprep_build_info{commit="3fd78c6",version="1.2.0"}`:                   1,
+		`gpuprep_drift_events_total{hook="epilog",kind="drift",knob="cpu.governor"}`:           3,
+		`gpuprep_drift_events_total{hook="epilog",kind="drift",knob="thp.enabled"}`:            1,
+		`gpuprep_drift_events_total{hook="epilog",kind="drift",knob="weird \"knob\"\\\nname"}`: 1,
+		`gpuprep_drift_events_total{hook="epilog",kind="invariant",knob="gpu.persistence"}`:    1,
+		`gpuprep_last_run_duration_seconds{hook="epilog"}`:                                     0.031,
+		`gpuprep_last_run_success{hook="epilog"}`:                                              0,
+		`gpuprep_last_run_timestamp_seconds{hook="epilog"}`:                                    float64(t0.Unix() + 60),
+		`gpuprep_dead_jobs_released_total{hook="epilog",reason="cgroup"}`:                      2,
+		`gpuprep_dead_jobs_released_total{hook="epilog",reason="reboot"}`:                      1,
+		`gpuprep_build_info{commit="3fd78c6",hook="epilog",version="1.2.0"}`:                   1,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d series, want %d: %v", len(got), len(want), got)
@@ -65,16 +61,16 @@ func TestFormatMetrics(t *testing.T) {
 	}
 	// Empty metrics, from a build without a commit, are still a valid
 	// file, with the build info (an empty commit label).
-	got, err = parseProm(string(FormatMetrics(Metrics{}, Build{Version: "dev"})))
+	got, err = parseProm(string(FormatMetrics(HookProlog, "gpu01", Metrics{}, Build{Version: "dev"})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[`gpuprep_build_info{commit="",version="dev"}`] != 1 {
+	if len(got) != 1 || got[`gpuprep_build_info{commit="",hook="prolog",version="dev"}`] != 1 {
 		t.Fatalf("empty metrics: %v", got)
 	}
 	// Odd characters in a version survive as escaped label values.
-	got, err = parseProm(string(FormatMetrics(Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
-	if err != nil || got[`gpuprep_build_info{commit="",version="1.0.0-rc\"1\"\\x"}`] != 1 {
+	got, err = parseProm(string(FormatMetrics(HookProlog, "gpu01", Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
+	if err != nil || got[`gpuprep_build_info{commit="",hook="prolog",version="1.0.0-rc\"1\"\\x"}`] != 1 {
 		t.Fatalf("escaped version: %v %v", got, err)
 	}
 }
@@ -105,11 +101,14 @@ func TestWriteMetrics(t *testing.T) {
 	dir := t.TempDir()
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("keep"), 0o600)
-	os.Symlink(victim, filepath.Join(dir, PromFile)) // planted: replaced, not followed
-	if err := WriteMetrics(dir, testMetrics(), Build{Version: "dev"}); err != nil {
+	os.Symlink(victim, filepath.Join(dir, PromFile(HookEpilog))) // planted: replaced, not followed
+	// The one file of earlier releases goes, or its series would be
+	// reported twice.
+	os.WriteFile(filepath.Join(dir, LegacyPromFile), []byte("gpuprep_build_info 1\n"), 0o644)
+	if err := WriteMetrics(dir, HookEpilog, "gpu01", testMetrics(), Build{Version: "dev"}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, PromFile)
+	path := filepath.Join(dir, PromFile(HookEpilog))
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("%s: %v %v", path, fi.Mode(), err)
@@ -126,7 +125,7 @@ func TestWriteMetrics(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "textfile")
-	if err := WriteMetrics(missing, Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
+	if err := WriteMetrics(missing, HookEpilog, "gpu01", Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("missing dir: %v", err)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {

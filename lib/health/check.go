@@ -79,6 +79,16 @@ type Report struct {
 	History map[string][]XID `json:"xid_history,omitempty"`
 	// Millis is how long the checks took.
 	Millis float64 `json:"ms"`
+	// Inventory is every GPU the backend lists: what the metrics label a
+	// GPU's results and Xids with.
+	Inventory []GPURef `json:"inventory,omitempty"`
+}
+
+// GPURef names one GPU: its NVML index, UUID and canonical PCI bus id.
+type GPURef struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	BusID string `json:"bus_id"`
 }
 
 // Fatal lists the failures whose severity is fatal.

@@ -58,6 +58,9 @@ func leftovers(_ context.Context, o Options, f *Facts) []Result {
 		r.Severity = sev
 		out = append(out, r)
 	}
+	for i := range out {
+		out[i].BusID = f.GPUs[i].Dev.BusID // one result per GPU, in order
+	}
 	if len(out) == 0 {
 		out = append(out, skip(c, nodeScope, "no GPUs in scope"))
 	}

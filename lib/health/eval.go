@@ -59,7 +59,9 @@ func Evaluate(f *Facts, e Expect, checks []string, xids []XID) []Result {
 				rs = []Result{skip(c, nodeScope, "no GPUs in scope")}
 			}
 			for _, g := range f.GPUs {
-				rs = append(rs, eval(g, e))
+				r := eval(g, e)
+				r.BusID = g.Dev.BusID
+				rs = append(rs, r)
 			}
 		}
 		for _, r := range rs {

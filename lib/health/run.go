@@ -40,6 +40,9 @@ type Options struct {
 	// the job's cgroup after it).
 	JobID    string
 	JobSLUID string
+	// External runs [health] external_command in a prolog-checks run too
+	// (gpuprep-health on an idle node); the epilog always runs it.
+	External bool
 	Log      *slog.Logger
 }
 
@@ -74,11 +77,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Op == "epilog" {
 		res = append(res, leftovers(ctx, o, f)...)
 		res = append(res, external(ctx, o)...)
+	} else if o.External {
+		res = append(res, external(ctx, o)...)
 	}
 	for i := range res {
 		debounce(&res[i], o.Health, st)
 	}
 	rep := &Report{Op: o.Op, Backend: f.Backend, GPUs: len(f.Devices), Results: res, XIDs: xids, History: maps.Clone(st.History)}
+	for _, d := range f.Devices {
+		rep.Inventory = append(rep.Inventory, GPURef{Index: d.Index, UUID: d.UUID, BusID: d.BusID})
+	}
 	for i := range rep.XIDs {
 		rep.XIDs[i].Severity = XIDSeverity(o.Health, rep.XIDs[i].Code)
 	}

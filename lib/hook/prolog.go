@@ -34,6 +34,8 @@ type Outcome struct {
 	// Fallback says why the job runs with another profile than it asked
 	// for (selection.unfit_profile); "" when it got its own.
 	Fallback string `json:"fallback,omitempty"`
+	// FallbackFrom is the profile the job asked for when it fell back.
+	FallbackFrom string `json:"fallback_from,omitempty"`
 	// MIG is the [mig] layout check of each of the job's GPUs that
 	// [mig.layout] names (prolog only).
 	MIG []MIGCheck `json:"mig,omitempty"`
@@ -78,6 +80,7 @@ func Prolog(ctx context.Context, o *Options) (out *Outcome, err error) {
 	out2, err2 := prologFor(ctx, o, retry, reason)
 	out2.Warnings = append([]string{reason}, out2.Warnings...)
 	out2.Fallback = reason
+	out2.FallbackFrom = sel.Profile
 	return out2, err2
 }
 

@@ -167,3 +167,20 @@ func readJobRecords(sp *state.Spool) (map[string]*JobRecord, error) {
 	}
 	return out, nil
 }
+
+// JobsHeld lists the jobs whose records the spool holds (job-<id>.json):
+// the jobs whose epilog has not run yet. gpuprep-health takes a node with
+// none as idle.
+func JobsHeld(sp *state.Spool) ([]string, error) {
+	names, err := sp.List(jobPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []string
+	for _, n := range names {
+		if job, ok := strings.CutSuffix(strings.TrimPrefix(n, jobPrefix), ".json"); ok && job != "" {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs, nil
+}

@@ -92,13 +92,30 @@ func TestMainMetricsAndReport(t *testing.T) {
 	if code, _, stderr := mainRun("epilog", env, args...); code != 0 {
 		t.Fatalf("epilog: %d %s", code, stderr)
 	}
-	prom, err := os.ReadFile(filepath.Join(metrics, "gpuprep.prom"))
-	if err != nil {
-		t.Fatal(err)
+	// Each writer its own file, and no series in two of them (node_exporter
+	// fails a scrape that has one twice).
+	var prom strings.Builder
+	series := map[string]string{}
+	for _, name := range []string{"gpuprep-prolog.prom", "gpuprep-epilog.prom"} {
+		b, err := os.ReadFile(filepath.Join(metrics, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prom.Write(b)
+		for _, line := range strings.Split(string(b), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			s := line[:strings.LastIndexByte(line, ' ')]
+			if other, dup := series[s]; dup {
+				t.Errorf("%s is in %s and %s", s, other, name)
+			}
+			series[s] = name
+		}
 	}
-	for _, want := range []string{`gpuprep_drift_events_total{kind="drift",knob="vm_swappiness"} 1`, `gpuprep_last_run_success{hook="prolog"} 1`, `gpuprep_last_run_success{hook="epilog"} 1`} {
-		if !strings.Contains(string(prom), want) {
-			t.Errorf("metrics lack %s:\n%s", want, prom)
+	for _, want := range []string{`gpuprep_drift_events_total{hook="epilog",kind="drift",knob="vm_swappiness"} 1`, `gpuprep_last_run_success{hook="prolog"} 1`, `gpuprep_last_run_success{hook="epilog"} 1`} {
+		if !strings.Contains(prom.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, prom.String())
 		}
 	}
 	code, out, _ := mainRun("epilog", nil, "--config", cfg, "--state-dir", spool, "--report")

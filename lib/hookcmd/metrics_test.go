@@ -81,20 +81,20 @@ func TestMetricsAutoWritesWhereNodeExporterReads(t *testing.T) {
 	cmdenv.Version, cmdenv.Commit = "1.4.0", "abc1234"
 
 	logs := n.run(config.MetricsDirAuto)
-	prom, err := os.ReadFile(filepath.Join(tf, drift.PromFile))
+	prom, err := os.ReadFile(filepath.Join(tf, drift.PromFile(drift.HookEpilog)))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
 	for _, want := range []string{
 		"# TYPE gpuprep_build_info gauge\n",
-		`gpuprep_build_info{version="1.4.0",commit="abc1234"} 1` + "\n",
+		`gpuprep_build_info{hook="epilog",version="1.4.0",commit="abc1234"} 1` + "\n",
 		`gpuprep_last_run_success{hook="epilog"} 1` + "\n",
 	} {
 		if !strings.Contains(string(prom), want) {
-			t.Errorf("gpuprep.prom lacks %q:\n%s", want, prom)
+			t.Errorf("gpuprep-epilog.prom lacks %q:\n%s", want, prom)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(n.root, textfiledir.DebianDir, drift.PromFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(n.root, textfiledir.DebianDir, drift.PromFile(drift.HookEpilog))); err == nil {
 		t.Error("also written to Debian's default directory")
 	}
 	if !strings.Contains(logs, "level=DEBUG") || !strings.Contains(logs, "prometheus-node-exporter process 4242") || warnings(logs) != 0 {
@@ -109,7 +109,7 @@ func TestMetricsAutoDebianDefault(t *testing.T) {
 	deb := n.mkdir(textfiledir.DebianDir)
 	n.mkdir(textfiledir.LegacyDir)
 	n.run(config.MetricsDirAuto)
-	if _, err := os.Stat(filepath.Join(deb, drift.PromFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(deb, drift.PromFile(drift.HookEpilog))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,7 +154,7 @@ func TestMetricsMissingDirWarnsOncePerBoot(t *testing.T) {
 	if logs := n.run(missing); warnings(logs) != 0 {
 		t.Fatalf("directory there: %s", logs)
 	}
-	if _, err := os.Stat(filepath.Join(missing, drift.PromFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(missing, drift.PromFile(drift.HookEpilog))); err != nil {
 		t.Fatal(err)
 	}
 	os.RemoveAll(missing)

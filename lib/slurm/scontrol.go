@@ -34,22 +34,37 @@ func (e *ScontrolError) Unwrap() error { return e.Err }
 // reason is one argument whatever it holds), and killed when ctx ends.
 // reason is cut to MaxReasonLen bytes.
 func Drain(ctx context.Context, node, reason string) error {
-	scontrol := ""
-	for _, p := range scontrolPaths {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			scontrol = p
-			break
-		}
-	}
-	if scontrol == "" {
-		return ErrNoScontrol
-	}
 	if len(reason) > MaxReasonLen {
 		reason = reason[:MaxReasonLen]
 	}
-	cmd := exec.CommandContext(ctx, scontrol, "update", "nodename="+node, "state=drain", "reason="+reason)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return &ScontrolError{Err: err, Output: string(out)}
+	_, err := scontrol(ctx, "update", "nodename="+node, "state=drain", "reason="+reason)
+	return err
+}
+
+// Resume returns a drained node to service: `scontrol update nodename=NODE
+// state=resume`, run as Drain runs it.
+func Resume(ctx context.Context, node string) error {
+	_, err := scontrol(ctx, "update", "nodename="+node, "state=resume")
+	return err
+}
+
+// scontrol runs the installed scontrol with args (no shell) until ctx ends
+// and returns what it printed.
+func scontrol(ctx context.Context, args ...string) (string, error) {
+	path := ""
+	for _, p := range scontrolPaths {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			path = p
+			break
+		}
 	}
-	return nil
+	if path == "" {
+		return "", ErrNoScontrol
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", &ScontrolError{Err: err, Output: string(out)}
+	}
+	return string(out), nil
 }

@@ -24,11 +24,32 @@ import (
 // descriptor, so goroutines of one process exclude each other too. unlock
 // clears the holder line and releases the lock; calling it again does nothing.
 func (s *Spool) Lock(ctx context.Context) (unlock func() error, err error) {
-	lockPath := s.path(LockName)
-	if err := s.writable("lock", LockName); err != nil {
+	return s.lockNamed(ctx, LockName)
+}
+
+// ErrLocked is the error of a lock another process holds past the caller's
+// wait.
+var ErrLocked = errors.New("held by another process")
+
+// TryLock takes the spool's lock file name (not the node lock: a lock of its
+// own, such as the one that keeps two gpuprep-health runs apart) without
+// waiting. When another process holds it, the error wraps ErrLocked and
+// names the holder.
+func (s *Spool) TryLock(name string) (unlock func() error, err error) {
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(s.fd, LockName, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one attempt
+	return s.lockNamed(ctx, name)
+}
+
+func (s *Spool) lockNamed(ctx context.Context, name string) (unlock func() error, err error) {
+	lockPath := s.path(name)
+	if err := s.writable("lock", name); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Openat(s.fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	switch {
 	case errors.Is(err, unix.ELOOP):
 		return nil, fmt.Errorf("lock %s: is a symlink; refusing to follow it", lockPath)
@@ -56,7 +77,7 @@ func (s *Spool) Lock(ctx context.Context) (unlock func() error, err error) {
 			t.Stop()
 			holder := readHolder(fd)
 			unix.Close(fd)
-			return nil, fmt.Errorf("lock %s: not acquired after %s (%v); held by %s", lockPath, time.Since(start).Round(time.Millisecond), ctx.Err(), holder)
+			return nil, fmt.Errorf("lock %s: not acquired after %s (%v): %w: %s", lockPath, time.Since(start).Round(time.Millisecond), ctx.Err(), ErrLocked, holder)
 		case <-t.C:
 		}
 		if wait < 20*time.Millisecond {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh: builds bin/el8/gpuprep-prolog, gpuprep-epilog and gpuprep-gres so
+# build.sh: builds bin/el8/gpuprep-prolog, gpuprep-epilog, gpuprep-gres and gpuprep-health so
 # that they need no glibc symbol version newer than GLIBC_2.28 (RHEL/Rocky 8).
 # srunwrap needs no such build: it is static (CGO_ENABLED=0), bin/srunwrap
 # runs everywhere.
@@ -138,7 +138,7 @@ check_floor() {
 mkdir -p "$out"
 exec 8>"$out/.build.lock"
 flock 8
-for prog in prolog epilog gres; do
+for prog in prolog epilog gres health; do
 	tmp=$out/.gpuprep-$prog.$$
 	rm -f "$tmp"
 	"$go" build -trimpath -ldflags "$GPUPREP_LDFLAGS" -o "$tmp" "./$prog" || {

@@ -34,7 +34,7 @@ import (
 )
 
 // cgoPrograms link libc; srunwrap is static and the same in both packages.
-var cgoPrograms = []string{"gpuprep-prolog", "gpuprep-epilog", "gpuprep-gres"}
+var cgoPrograms = []string{"gpuprep-prolog", "gpuprep-epilog", "gpuprep-gres", "gpuprep-health"}
 
 const staticProgram = "srunwrap"
 
@@ -53,7 +53,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.version, "version", "", "the release (the VERSION file)")
 	flag.StringVar(&o.commit, "commit", "", "the commit the programs were built from")
-	flag.StringVar(&o.bin, "bin", "bin", "folder of the four programs for the deb (and srunwrap for the rpm)")
+	flag.StringVar(&o.bin, "bin", "bin", "folder of the five programs for the deb (and srunwrap for the rpm)")
 	flag.StringVar(&o.rpmBin, "rpm-bin", "bin", "folder of the rpm's cgo programs (bin/el8 when built for glibc 2.28)")
 	flag.StringVar(&o.goroot, "goroot", "", "GOROOT of the go that built the programs (go env GOROOT)")
 	flag.StringVar(&o.modcache, "modcache", "", "the module cache (go env GOMODCACHE)")

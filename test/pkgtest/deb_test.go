@@ -52,7 +52,7 @@ func TestDebContents(t *testing.T) {
 	dir := t.TempDir()
 	run(t, dpkgDeb, "-x", deb, dir)
 	var progs []string
-	for _, p := range []string{"usr/sbin/gpuprep-prolog", "usr/sbin/gpuprep-epilog", "usr/sbin/gpuprep-gres", "usr/bin/srunwrap"} {
+	for _, p := range []string{"usr/sbin/gpuprep-prolog", "usr/sbin/gpuprep-epilog", "usr/sbin/gpuprep-gres", "usr/sbin/gpuprep-health", "usr/bin/srunwrap"} {
 		progs = append(progs, filepath.Join(dir, p))
 	}
 	needs := glibcNeed(t, progs...)

@@ -36,6 +36,9 @@ func TestDebInstall(t *testing.T) {
 			if out := in("gpuprep-gres", "--help"); !strings.Contains(out, "gpuprep-gres") {
 				t.Errorf("gpuprep-gres --help in %s: %q", rel, out)
 			}
+			if out := in("gpuprep-health", "--help"); !strings.Contains(out, "HealthCheckProgram") {
+				t.Errorf("gpuprep-health --help in %s: %q", rel, out)
+			}
 			if out := in("srunwrap", "--version"); !strings.HasPrefix(out, "srunwrap "+pkgs.version) {
 				t.Errorf("srunwrap --version in %s: %q", rel, out)
 			}

@@ -74,7 +74,7 @@ func TestRPM(t *testing.T) {
 		}
 	}
 	var progs []string
-	for _, p := range []string{"usr/sbin/gpuprep-prolog", "usr/sbin/gpuprep-epilog", "usr/sbin/gpuprep-gres", "usr/bin/srunwrap"} {
+	for _, p := range []string{"usr/sbin/gpuprep-prolog", "usr/sbin/gpuprep-epilog", "usr/sbin/gpuprep-gres", "usr/sbin/gpuprep-health", "usr/bin/srunwrap"} {
 		progs = append(progs, filepath.Join(root, p))
 	}
 	if needs := glibcNeed(t, progs...); versionLess(declared, needs) {

@@ -1,0 +1,154 @@
+package drift
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Health metric names.
+const (
+	MetricCheckStatus   = "gpuprep_health_check_status"
+	MetricCheckLastFail = "gpuprep_health_check_last_failure_timestamp_seconds"
+	MetricXIDEvents     = "gpuprep_xid_events_total"
+	MetricNodeDrained   = "gpuprep_node_drained"
+)
+
+// Check statuses, gpuprep_health_check_status's values.
+const (
+	StatusOK    = 0
+	StatusWarn  = 1
+	StatusFatal = 2
+)
+
+// GPULabels name a GPU as dcgm-exporter does, so the two join: gpu (the
+// NVML index), UUID, pci_bus_id (NVML's form, "00000000:1B:00.0"). All ""
+// for a node-wide check.
+type GPULabels struct {
+	GPU   string `json:"gpu,omitempty"`
+	UUID  string `json:"uuid,omitempty"`
+	BusID string `json:"pci_bus_id,omitempty"`
+}
+
+// CheckState is one health check on one GPU (or the node): its status in
+// the writer's last run that checked it, and when it last failed.
+type CheckState struct {
+	Check string `json:"check"`
+	GPULabels
+	// Status is StatusOK, StatusWarn or StatusFatal; Current false when
+	// the last run skipped the check here (no status series then).
+	Status      int       `json:"status"`
+	Current     bool      `json:"current"`
+	LastFailure time.Time `json:"last_failure,omitzero"`
+}
+
+// XIDCount is how many Xids of one code this writer read for one GPU.
+type XIDCount struct {
+	Code     int    `json:"code"`
+	Severity string `json:"severity"`
+	GPULabels
+	Count uint64 `json:"count"`
+}
+
+// CheckKey is a CheckState's key in Metrics.Checks.
+func CheckKey(check string, g GPULabels) string { return check + "@" + g.BusID }
+
+// XIDKey is an XIDCount's key in Metrics.XIDs.
+func XIDKey(code int, g GPULabels) string { return strconv.Itoa(code) + "@" + g.BusID }
+
+// SetCheck records a check's outcome on a scope at now: a status (several
+// results of one check and GPU, such as InfiniBand ports, keep the worst),
+// or skipped (the status series goes; the last failure stays).
+func (m *Metrics) SetCheck(check string, g GPULabels, status int, skipped bool, now time.Time, seen map[string]bool) {
+	if m.Checks == nil {
+		m.Checks = map[string]CheckState{}
+	}
+	k := CheckKey(check, g)
+	c, known := m.Checks[k]
+	if skipped && !known {
+		return
+	}
+	c.Check, c.GPULabels = check, g
+	switch {
+	case skipped && !seen[k]:
+		c.Current = false
+	case !skipped:
+		if !seen[k] || status > c.Status {
+			c.Status = status
+		}
+		c.Current = true
+		seen[k] = true
+		if status != StatusOK {
+			c.LastFailure = now.UTC()
+		}
+	}
+	m.Checks[k] = c
+}
+
+// AddXID counts one Xid.
+func (m *Metrics) AddXID(code int, severity string, g GPULabels) {
+	if m.XIDs == nil {
+		m.XIDs = map[string]XIDCount{}
+	}
+	k := XIDKey(code, g)
+	x := m.XIDs[k]
+	x.Code, x.Severity, x.GPULabels = code, severity, g
+	x.Count++
+	m.XIDs[k] = x
+}
+
+func gpuLabels(hostname string, g GPULabels, more ...string) []string {
+	l := append([]string{}, more...)
+	l = append(l, "Hostname", hostname)
+	if g.GPU != "" {
+		l = append(l, "gpu", g.GPU)
+	}
+	if g.UUID != "" {
+		l = append(l, "UUID", g.UUID)
+	}
+	if g.BusID != "" {
+		l = append(l, "pci_bus_id", g.BusID)
+	}
+	return l
+}
+
+// formatHealth writes the health families.
+func formatHealth(b *bytes.Buffer, hook, hostname string, m Metrics) {
+	keys := slices.Sorted(maps.Keys(m.Checks))
+	family(b, MetricCheckStatus, "gauge",
+		"Outcome of a gpuprep health check in the writer's last run that checked it: 0 passed, 1 failed with severity warn, 2 failed fatal (the node drains). GPU labels as dcgm-exporter's; none for a node-wide check.")
+	for _, k := range keys {
+		if c := m.Checks[k]; c.Current {
+			sample(b, MetricCheckStatus, float64(c.Status), gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check)...)
+		}
+	}
+	family(b, MetricCheckLastFail, "gauge", "When the check last failed (warn or fatal) in this writer's runs, in seconds since the Unix epoch.")
+	for _, k := range keys {
+		if c := m.Checks[k]; !c.LastFailure.IsZero() {
+			sample(b, MetricCheckLastFail, float64(c.LastFailure.UnixMilli())/1000, gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check)...)
+		}
+	}
+	family(b, MetricXIDEvents, "counter",
+		"Xid events of the NVIDIA driver read from the kernel log by this writer, by code and severity ([health] xid_fatal, xid_warn, xid_other); each Xid is counted by exactly one run, so sum over hook.")
+	for _, k := range slices.SortedFunc(maps.Keys(m.XIDs), func(a, b string) int {
+		x, y := m.XIDs[a], m.XIDs[b]
+		if x.BusID != y.BusID {
+			if x.BusID < y.BusID {
+				return -1
+			}
+			return 1
+		}
+		return x.Code - y.Code
+	}) {
+		x := m.XIDs[k]
+		sample(b, MetricXIDEvents, float64(x.Count), gpuLabels(hostname, x.GPULabels, "hook", hook, "code", strconv.Itoa(x.Code), "severity", x.Severity)...)
+	}
+	if hook == HookHealth {
+		family(b, MetricNodeDrained, "gauge", "1 when the node is drained with a reason gpuprep set (its health checks failed), 0 when it is not; absent when slurmctld could not be asked.")
+		if m.Drained != nil && *m.Drained >= 0 {
+			sample(b, MetricNodeDrained, float64(*m.Drained), "hook", hook, "Hostname", hostname)
+		}
+	}
+}

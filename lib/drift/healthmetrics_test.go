@@ -1,0 +1,96 @@
+package drift
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestHealthMetrics: the health families parse, carry dcgm-exporter's GPU
+// labels, keep the worst of several results of one check and GPU, drop a
+// skipped check's status but keep its last failure, and count Xids.
+func TestHealthMetrics(t *testing.T) {
+	var m Metrics
+	g3 := GPULabels{GPU: "3", UUID: "GPU-3", BusID: "00000000:9A:00.0"}
+	seen := map[string]bool{}
+	m.SetCheck("ecc_volatile", g3, StatusFatal, false, t0, seen)
+	m.SetCheck("ib_ports", GPULabels{}, StatusOK, false, t0, seen)
+	m.SetCheck("ib_ports", GPULabels{}, StatusWarn, false, t0, seen) // a second port
+	m.SetCheck("swap", GPULabels{}, StatusOK, true, t0, seen)        // skipped, never seen: no series
+	m.AddXID(79, "fatal", g3)
+	m.AddXID(79, "fatal", g3)
+	m.AddXID(13, "warn", GPULabels{BusID: "00000000:18:00.0"}) // a GPU NVML no longer lists
+	text := string(FormatMetrics(HookHealth, "gpu01", m, Build{Version: "dev"}))
+	got, err := parseProm(text)
+	if err != nil {
+		t.Fatalf("invalid exposition: %v\n%s", err, text)
+	}
+	t0s := float64(t0.Unix())
+	want := map[string]float64{
+		`gpuprep_health_check_status{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                         2,
+		`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                                                1,
+		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: t0s,
+		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                        t0s,
+		`gpuprep_xid_events_total{Hostname="gpu01",UUID="GPU-3",code="79",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",severity="fatal"}`:                      2,
+		`gpuprep_xid_events_total{Hostname="gpu01",code="13",hook="health",pci_bus_id="00000000:18:00.0",severity="warn"}`:                                            1,
+		`gpuprep_build_info{commit="",hook="health",version="dev"}`:                                                                                                   1,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d series, want %d:\n%s", len(got), len(want), text)
+	}
+
+	// The next run: ECC passes, InfiniBand is skipped. The status follows;
+	// the last failures stay.
+	seen = map[string]bool{}
+	m.SetCheck("ecc_volatile", g3, StatusOK, false, t0.Add(time.Hour), seen)
+	m.SetCheck("ib_ports", GPULabels{}, StatusOK, true, t0.Add(time.Hour), seen)
+	drained := 1
+	m.Drained = &drained
+	got, err = parseProm(string(FormatMetrics(HookHealth, "gpu01", m, Build{Version: "dev"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]float64{
+		`gpuprep_health_check_status{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                         0,
+		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: t0s,
+		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                        t0s,
+		`gpuprep_node_drained{Hostname="gpu01",hook="health"}`:                                                                                                        1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("second run: %s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if _, ok := got[`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`]; ok {
+		t.Error("a skipped check kept its status series")
+	}
+	// Only gpuprep-health's file has gpuprep_node_drained.
+	got, _ = parseProm(string(FormatMetrics(HookProlog, "gpu01", m, Build{})))
+	for k := range got {
+		if len(k) > len(MetricNodeDrained) && k[:len(MetricNodeDrained)] == MetricNodeDrained {
+			t.Errorf("prolog's file has %s", k)
+		}
+	}
+}
+
+// TestMetricsTakeOverLegacyFile: on the first run after an upgrade the
+// epilog carries on the counters of the one shared metrics.json; the
+// others start from zero.
+func TestMetricsTakeOverLegacyFile(t *testing.T) {
+	sp := newSpool(t)
+	legacy := `{"drift_events":{"cpu.governor":7},"runs":{"prolog":{"ok":true},"epilog":{"ok":false}},"dead_jobs":{"age":2}}`
+	os.WriteFile(filepath.Join(sp.Dir(), LegacyMetricsFile), []byte(legacy), 0o600)
+	m, _, err := LoadMetrics(sp, HookEpilog)
+	if err != nil || m.DriftEvents["cpu.governor"] != 7 || m.DeadJobs["age"] != 2 || len(m.Runs) != 1 || m.Runs[HookEpilog].OK {
+		t.Fatalf("epilog: %+v %v", m, err)
+	}
+	p, _, err := LoadMetrics(sp, HookProlog)
+	if err != nil || p.DriftEvents != nil || p.DeadJobs != nil {
+		t.Fatalf("prolog: %+v %v", p, err)
+	}
+}

@@ -1,0 +1,305 @@
+package hookcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
+	"gpuprep/lib/health"
+	"gpuprep/lib/hook"
+	"gpuprep/lib/slurm"
+	"gpuprep/lib/state"
+)
+
+// HealthCheckLock is the spool lock that keeps two gpuprep-health runs apart
+// (the node lock is the one it shares with the hooks).
+const HealthCheckLock = "healthcheck.lock"
+
+// healthProgramDeadline bounds a gpuprep-health run below the 60 s after
+// which slurmd kills its HealthCheckProgram.
+const healthProgramDeadline = 50 * time.Second
+
+// scontrolTimeout bounds each scontrol call: right after boot slurmctld may
+// not answer yet.
+const scontrolTimeout = 10 * time.Second
+
+type healthFlags struct {
+	common   cli.Common
+	stateDir string
+	node     string
+	dryRun   bool
+}
+
+const healthUsage = `usage: gpuprep-health [flags]
+
+Slurm HealthCheckProgram (slurm.conf: HealthCheckProgram=/usr/sbin/gpuprep-health,
+HealthCheckInterval=300, HealthCheckNodeState=ANY,CYCLE): runs the prolog's
+health checks on an idle or busy node, under the node lock it shares with
+gpuprep-prolog and gpuprep-epilog (one Xid watermark: each Xid is acted on
+once). A fatal failure drains the node with a reason that starts "gpuprep: "
+and names the check and the GPU; a node gpuprep drained is resumed once every
+check passes (after a fatal Xid, only when the GPU was reset or its row
+remapping reads clear); a drain anyone else set is left alone. For
+[health] boot_grace after boot the checks that wait for daemons only warn.
+[health] external_command runs only when the node is idle. It writes
+gpuprep-health.prom for node_exporter. Exit 0: healthy (or busy: another
+gpuprep-health runs); 1: a fatal check failed; 2: bad input.`
+
+// HealthProgram is gpuprep-health, slurmd's HealthCheckProgram. slurmd runs
+// it with no arguments, SLURMD_NODENAME set, and kills it after 60 s.
+func HealthProgram(e cli.Env) int {
+	const prog = "gpuprep-health"
+	var f healthFlags
+	fs := newHealthFlagSet(&f, e.Stderr)
+	if done, code := cli.Parse(fs, &f.common, e.Args, e.Stdout); done {
+		return code
+	}
+	cfg, err := f.common.LoadConfig()
+	if err != nil {
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
+	}
+	level, err := f.common.Level(cfg)
+	if err != nil {
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
+	}
+	logFile := cfg.General.LogFile
+	if f.dryRun {
+		logFile = ""
+	}
+	// slurmd throws HealthCheckProgram's output away: the log file and
+	// syslog are where it is read.
+	logs := cli.SinkLogger(prog, logFile, level, !isTerminal(e.Stderr), f.dryRun, e.Stderr)
+	defer logs.Close()
+	deadline := min(runDeadline(cfg), healthProgramDeadline)
+	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
+		return healthProgram(ctx, prog, &f, cfg, logs.Log, e.Getenv, e.Stdout, e.Stderr)
+	})
+	if timedOut {
+		err := fmt.Errorf("deadline of %s passed (config general.deadline, at most %s under slurmd's 60 s)", deadline, healthProgramDeadline)
+		logs.Daemon.Error("health check failed", "err", err)
+		return cli.Fail(e.Stderr, prog, cli.ExitMismatch, err)
+	}
+	return code
+}
+
+func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
+	fs := cli.NewFlagSet("gpuprep-health", healthUsage, stderr)
+	f.common.Register(fs)
+	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
+	fs.StringVar(&f.node, "node", "", "the node's Slurm name (default SLURMD_NODENAME, else the short host name)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "run the checks read-only and print what it would do to the node; change nothing (no lock, Xid watermark, drain, resume, metrics or log file)")
+	return fs
+}
+
+// HealthFlagSet is gpuprep-health's flag set for the man page generator.
+func HealthFlagSet() *pflag.FlagSet { return newHealthFlagSet(&healthFlags{}, io.Discard) }
+
+// healthRun is what one gpuprep-health run found and did, for --json.
+type healthRun struct {
+	Node      string          `json:"node"`
+	NodeState string          `json:"node_state,omitempty"`
+	Reason    string          `json:"node_reason,omitempty"`
+	Idle      bool            `json:"idle"`
+	GraceLeft float64         `json:"boot_grace_left_seconds,omitempty"`
+	Decision  health.Decision `json:"decision"`
+	Done      bool            `json:"done"` // the decision was carried out (false on --dry-run or a scontrol failure)
+	Health    *health.Report  `json:"health"`
+}
+
+func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.Config, log *slog.Logger, getenv func(string) string, stdout, stderr io.Writer) int {
+	started := time.Now()
+	fail := func(code int, err error) int {
+		log.Error("health check failed", "err", err)
+		return cli.Fail(stderr, prog, code, err)
+	}
+	models, err := health.LoadModels(cfg.Health.ModelFile)
+	if err != nil {
+		return fail(cli.ExitBadInput, err)
+	}
+	dir := f.stateDir
+	if dir == "" {
+		dir = cfg.General.StateDir
+	}
+	open := state.Open
+	if f.dryRun {
+		open = state.OpenReadOnly
+	}
+	sp, err := open(dir)
+	if err != nil {
+		return fail(cli.ExitMismatch, err)
+	}
+	defer sp.Close()
+	if !f.dryRun {
+		release, err := sp.TryLock(HealthCheckLock)
+		if errors.Is(err, state.ErrLocked) {
+			log.Info("another gpuprep-health is running; this one stops", "lock", err)
+			return cli.ExitOK
+		} else if err != nil {
+			return fail(cli.ExitMismatch, err)
+		}
+		defer release()
+		unlock, err := sp.Lock(ctx)
+		if err != nil {
+			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
+		}
+		defer unlock()
+	}
+	node := nodeName(f.node, getenv)
+	run := &healthRun{Node: node}
+
+	sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
+	ns, nsErr := slurm.ShowNode(sctx, node)
+	cancel()
+	if nsErr != nil {
+		log.Warn("node state unknown: no drain or resume decision rests on it", "node", node, "err", nsErr)
+	} else {
+		run.NodeState, run.Reason = ns.State, ns.Reason
+	}
+	jobs, err := hook.JobsHeld(sp)
+	if err != nil {
+		return fail(cli.ExitMismatch, err)
+	}
+	run.Idle = len(jobs) == 0 && (nsErr != nil || !ns.Busy())
+
+	backend, err := f.common.OpenGPU(cfg)
+	if err != nil {
+		return fail(cli.ExitBadInput, err)
+	}
+	root := f.common.HostRoot()
+	rep, err := health.Run(ctx, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
+		Models: models, Spool: sp, ReadOnly: f.dryRun, External: run.Idle, Log: log})
+	if err != nil {
+		return fail(cli.ExitMismatch, err)
+	}
+	if up, err := health.Uptime(root); err != nil {
+		log.Debug("uptime unknown: no boot grace", "err", err)
+	} else if left := cfg.Health.BootGrace - up; left > 0 {
+		health.ApplyBootGrace(rep, left)
+		run.GraceLeft = left.Seconds()
+	}
+	run.Health = rep
+	run.Decision = health.Decide(rep, cfg.Health, ns, nsErr == nil)
+	if !f.dryRun {
+		run.Done = act(ctx, node, run.Decision, log)
+		drained := nsErr == nil && ns.Drained() && health.OwnsDrain(ns.Reason)
+		switch {
+		case run.Done && run.Decision.Action == health.Drain:
+			drained = true
+		case run.Done && run.Decision.Action == health.Resume:
+			drained = false
+		}
+		recordHealthMetrics(root, cfg, sp, rep, nodeDrained(nsErr == nil || run.Done, drained), time.Since(started), log)
+	}
+	logHealth(log, run)
+	if f.common.JSON {
+		cli.WriteJSON(stdout, run)
+	} else {
+		writeHealthRun(stdout, run)
+	}
+	if len(rep.Fatal()) > 0 {
+		return cli.ExitMismatch
+	}
+	return cli.ExitOK
+}
+
+// nodeDrained is gpuprep_node_drained's value: 1 or 0, -1 when unknown.
+func nodeDrained(known, drained bool) int {
+	switch {
+	case !known:
+		return -1
+	case drained:
+		return 1
+	}
+	return 0
+}
+
+// act carries out the decision with scontrol (argv, no shell, bounded);
+// a failure is logged, never fatal: the next run decides again.
+func act(ctx context.Context, node string, d health.Decision, log *slog.Logger) bool {
+	if d.Action == health.Nothing {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
+	defer cancel()
+	var err error
+	if d.Action == health.Drain {
+		err = slurm.Drain(ctx, node, d.Reason)
+	} else {
+		err = slurm.Resume(ctx, node)
+	}
+	if err != nil {
+		log.Warn("scontrol could not "+string(d.Action)+" the node", "node", node, "err", err)
+		return false
+	}
+	log.Info("node "+string(d.Action)+"ed", "node", node, "why", d.Why)
+	return true
+}
+
+// nodeName is the node's Slurm name: --node, SLURMD_NODENAME (slurmd sets
+// it for HealthCheckProgram), else the host name up to its first dot.
+func nodeName(flag string, getenv func(string) string) string {
+	if flag != "" {
+		return flag
+	}
+	if n := getenv("SLURMD_NODENAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	short, _, _ := strings.Cut(h, ".")
+	return short
+}
+
+func logHealth(log *slog.Logger, run *healthRun) {
+	attrs := []any{"node", run.Node, "summary", run.Health.Summary(), "action", string(run.Decision.Action), "why", run.Decision.Why, "idle", run.Idle}
+	for _, r := range run.Health.Fatal() {
+		log.Error("health check failed", "check", r.Check, "scope", r.Scope, "reason", r.Reason)
+	}
+	for _, r := range run.Health.Warnings() {
+		log.Warn("health check warning", "check", r.Check, "scope", r.Scope, "reason", r.Reason)
+	}
+	log.Info("health check done", attrs...)
+}
+
+// writeHealthRun prints the run for a person: the checks' table, then what
+// it did or would do to the node.
+func writeHealthRun(w io.Writer, run *healthRun) {
+	writeHealthTable(w, run.Health)
+	state := run.NodeState
+	if state == "" {
+		state = "unknown (scontrol did not answer)"
+	}
+	fmt.Fprintf(w, "node %s: %s", run.Node, state)
+	if run.Reason != "" {
+		fmt.Fprintf(w, ", reason %q", run.Reason)
+	}
+	if run.GraceLeft > 0 {
+		fmt.Fprintf(w, ", boot grace %s left", (time.Duration(run.GraceLeft) * time.Second).Round(time.Second))
+	}
+	fmt.Fprintln(w)
+	verb := "would " + string(run.Decision.Action)
+	if run.Done {
+		verb = string(run.Decision.Action) + "ed"
+	} else if run.Decision.Action == health.Nothing {
+		verb = "no change"
+	}
+	fmt.Fprintf(w, "%s: %s\n", verb, run.Decision.Why)
+}
+
+// isTerminal says whether w is a terminal (a person ran the command).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
