@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 // bin builds gpuprep's programs once per test run and returns the path of
-// one (gpuprep-gres, gpuprep-prolog, gpuprep-epilog, srunwrap).
+// one (gpuprep-gres, gpuprep-health, gpuprep-prolog, gpuprep-epilog, srunwrap).
 func bin(t *testing.T, name string) string {
 	t.Helper()
 	binsOnce.Do(func() {
@@ -41,7 +41,7 @@ func bin(t *testing.T, name string) string {
 		if binsErr != nil {
 			return
 		}
-		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap", "rankprobe": "./test/rankprobe"}
+		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-health": "./health", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap", "rankprobe": "./test/rankprobe"}
 		for out, pkg := range pkgs {
 			// The tests run the programs on simulated nodes: build them with the
 			// go-nvml mock servers, which production builds leave out.

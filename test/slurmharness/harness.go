@@ -83,6 +83,13 @@ type Options struct {
 	// TaskPlugin, default "task/affinity"; "task/none" for no binding.
 	TaskPlugin string
 
+	// HealthCheckProgram is slurm.conf's HealthCheckProgram (a relative
+	// path is inside the cluster folder, see Files), run by slurmd at its
+	// start and every HealthCheckInterval seconds (default 2) on a node in
+	// any state (HealthCheckNodeState=ANY).
+	HealthCheckProgram  string
+	HealthCheckInterval int
+
 	// ExtraConf are more slurm.conf lines. A "Key=Value" line whose key is
 	// already in the generated file replaces that line (keys compare without
 	// case); other lines (a second PartitionName=, comments) are appended.
@@ -223,7 +230,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		c.write(name, content, mode)
 	}
-	for _, p := range []*string{&opts.Prolog, &opts.Epilog} {
+	for _, p := range []*string{&opts.Prolog, &opts.Epilog, &opts.HealthCheckProgram} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -580,6 +587,14 @@ func (c *Cluster) slurmConf(nodeLine string, overrides bool, o Options) string {
 	}
 	if o.Epilog != "" {
 		kv = append(kv, field{"Epilog", o.Epilog})
+	}
+	if o.HealthCheckProgram != "" {
+		every := o.HealthCheckInterval
+		if every <= 0 {
+			every = 2
+		}
+		kv = append(kv, field{"HealthCheckProgram", o.HealthCheckProgram}, field{"HealthCheckInterval", strconv.Itoa(every)},
+			field{"HealthCheckNodeState", "ANY"})
 	}
 	var extra []string
 	for _, l := range o.ExtraConf {
