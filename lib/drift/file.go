@@ -97,7 +97,7 @@ func recentLines(sp *state.Spool) (map[string]bool, error) {
 	return seen, nil
 }
 
-// Skipped counts the lines Read left out.
+// Skipped counts the lines Read and ReadFrom left out.
 type Skipped struct {
 	Garbage int   `json:"garbage"`         // whole lines that are not records
 	Torn    int   `json:"torn"`            // an unterminated last line (a write cut short)
@@ -107,8 +107,13 @@ type Skipped struct {
 // Total is the number of lines skipped.
 func (s Skipped) Total() int { return s.Garbage + s.Torn }
 
-// String is a one-line note for a report ("" when nothing was skipped).
-func (s Skipped) String() string {
+// String is a one-line note for a report of the spool's drift file ("" when
+// nothing was skipped).
+func (s Skipped) String() string { return s.In(FileName) }
+
+// In is String's note naming file: "skipped 2 unreadable lines in
+// fleet/gpu01.jsonl (lines 3, 7)"; "" when nothing was skipped.
+func (s Skipped) In(file string) string {
 	if s.Total() == 0 {
 		return ""
 	}
@@ -123,7 +128,7 @@ func (s Skipped) String() string {
 	for i, n := range s.Lines {
 		nums[i] = fmt.Sprint(n)
 	}
-	return fmt.Sprintf("skipped %s in %s (%s %s)", strings.Join(parts, " and "), FileName, plural.Word(len(nums), "line", "lines"), strings.Join(nums, ", "))
+	return fmt.Sprintf("skipped %s in %s (%s %s)", strings.Join(parts, " and "), file, plural.Word(len(nums), "line", "lines"), strings.Join(nums, ", "))
 }
 
 func (s *Skipped) add(line int, torn bool) {
@@ -137,26 +142,39 @@ func (s *Skipped) add(line int, torn bool) {
 	}
 }
 
-// Read returns the drift records at or after since (all when since is zero),
-// in file order. It never fails over a bad line: a line that is not a record
-// (no time or knob, or not JSON) is skipped and counted, and so is a torn
-// last line; blank lines are ignored. A missing drift file is no records and no error.
+// Read returns the drift records of the spool's drift file at or after
+// since (all when since is zero), in file order: ReadFrom over the file. A
+// missing drift file is no records and no error.
 func Read(sp *state.Spool, since time.Time) ([]Record, Skipped, error) {
-	var skipped Skipped
 	f, err := sp.OpenRead(FileName)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, skipped, nil
+		return nil, Skipped{}, nil
 	}
 	if err != nil {
-		return nil, skipped, err
+		return nil, Skipped{}, err
 	}
 	defer f.Close()
+	recs, skipped, err := ReadFrom(f, since)
+	if err != nil {
+		return recs, skipped, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return recs, skipped, nil
+}
+
+// ReadFrom returns the drift records of r, one JSON Record a line, at or
+// after since (all when since is zero), in order. It never fails over a bad
+// line: a line that is not a record (no time or knob, not JSON, longer than
+// maxLine) is skipped and counted, and so is a torn last line; blank lines
+// are ignored. Its error is r's read error as is: the caller names the
+// file.
+func ReadFrom(r io.Reader, since time.Time) ([]Record, Skipped, error) {
+	var skipped Skipped
 	var recs []Record
-	r := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
-		line, terminated, tooLong, err := readLine(r)
+		line, terminated, tooLong, err := readLine(br)
 		if err != nil && err != io.EOF {
-			return recs, skipped, fmt.Errorf("read %s: %w", f.Name(), err)
+			return recs, skipped, err
 		}
 		if !terminated && len(line) == 0 && !tooLong {
 			return recs, skipped, nil // end of file

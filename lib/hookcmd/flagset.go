@@ -6,12 +6,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/drift"
 )
 
 // newFlagSet registers the flags of gpuprep-<op> (op "prolog" or "epilog")
 // on a new flag set bound to f: the common flags (cli.Common), the spool,
 // the job's --job-* overrides of Slurm's environment, and --health (prolog)
-// or --report and --since (epilog). Errors and usage go to stderr.
+// or --report, --since, --from and --top (epilog). Errors and usage go to stderr.
 func newFlagSet(op string, f *flags, stderr io.Writer) *pflag.FlagSet {
 	fs := cli.NewFlagSet("gpuprep-"+op, usage(op), stderr)
 	f.common.Register(fs)
@@ -29,6 +30,9 @@ func newFlagSet(op string, f *flags, stderr io.Writer) *pflag.FlagSet {
 	if op == "epilog" {
 		fs.BoolVar(&f.report, "report", false, "print the drift history and exit")
 		fs.DurationVar(&f.since, "since", 0, "with --report: only records newer than this (e.g. 24h)")
+		fs.StringArrayVar(&f.fleet.from, "from", nil, "with --report: a fleet summary of the drift files `PATH` names instead of this node's spool; repeatable; PATH is "+drift.FleetLayout)
+		fs.IntVar(&f.fleet.top, "top", drift.DefaultTop, "with --report --from: how many nodes TOP NODES lists (0: all)")
+		f.fleet.fs = fs
 	}
 	return fs
 }

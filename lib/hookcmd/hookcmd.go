@@ -38,6 +38,7 @@ type flags struct {
 	comment     string
 	report      bool
 	since       time.Duration
+	fleet       fleetFlags // --report --from (report.go)
 	health      bool
 }
 
@@ -125,6 +126,9 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 		return cli.Fail(stderr, prog, code, err)
 	}
 
+	if f.fleet.asked() {
+		return fleetReport(ctx, f, stdout, stderr, prog) // reads --from only: no spool
+	}
 	dir := f.stateDir
 	if dir == "" {
 		dir = cfg.General.StateDir
@@ -221,10 +225,18 @@ may run; 1: a node problem (first stderr line: the reason); 2: bad input.
 	}
 	return `usage: gpuprep-epilog [flags]
        gpuprep-epilog --report [--since 24h] [--json]
+       gpuprep-epilog --report --from PATH [--from PATH ...] [--since 24h] [--top N] [--json]
 
 Slurm Epilog (Epilog= in slurm.conf): records drift of every knob the prolog
 set, and restores the node's baseline when the last job using a knob ends.
---report prints the drift history. Exit codes as for gpuprep-prolog.`
+--report prints the drift history. With --from it prints a fleet summary of
+drift files copied from many nodes instead (no spool is opened): each knob
+that drifted, on which nodes, how often, when last, and the nodes with the
+most records. PATH is a drift file (<node>.jsonl, <node>.drift.jsonl or
+<node>/drift.jsonl), a node's directory holding drift.jsonl, or a directory
+of <node>.jsonl files and <node>/ directories holding drift.jsonl (one level;
+names starting with "." are left out). A record's own node wins over the
+name. Exit codes as for gpuprep-prolog.`
 }
 
 // jobFromEnvAndFlags reads the job from Slurm's environment, with the --job-*

@@ -1,9 +1,13 @@
 package hookcmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/drift"
@@ -12,11 +16,7 @@ import (
 
 // report is gpuprep-epilog --report: the drift history, as a table or JSON.
 func report(sp *state.Spool, f *flags, stdout, stderr io.Writer, prog string) int {
-	var since time.Time
-	if f.since > 0 {
-		since = time.Now().Add(-f.since)
-	}
-	recs, skipped, err := drift.Read(sp, since)
+	recs, skipped, err := drift.Read(sp, sinceTime(f))
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
@@ -27,6 +27,68 @@ func report(sp *state.Spool, f *flags, stdout, stderr io.Writer, prog string) in
 		err = drift.WriteReportJSON(stdout, recs)
 	} else {
 		err = drift.WriteReport(stdout, recs)
+	}
+	if err != nil {
+		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
+	}
+	return cli.ExitOK
+}
+
+// sinceTime is --since as a time: zero (every record) when not given.
+func sinceTime(f *flags) time.Time {
+	if f.since <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(-f.since)
+}
+
+// fleetFlags are --report's fleet flags: --from (the drift files of many
+// nodes) and --top; fs is the parsed flag set, for the arguments left over.
+type fleetFlags struct {
+	from []string
+	top  int
+	fs   *pflag.FlagSet
+}
+
+// asked says whether --from or --top was given: the fleet report, or a
+// usage error, and never the spool.
+func (ff *fleetFlags) asked() bool {
+	return len(ff.from) > 0 || ff.fs != nil && ff.fs.Changed("top")
+}
+
+// fleetReport is gpuprep-epilog --report --from PATH...: one summary of the
+// drift files PATH names (drift.FleetFiles), as tables or JSON. It opens no
+// spool. A PATH that does not exist or names no drift file is bad input
+// (exit 2); unreadable lines are skipped, one warning per file on stderr.
+func fleetReport(ctx context.Context, f *flags, stdout, stderr io.Writer, prog string) int {
+	bad := func(err error) int { return cli.Fail(stderr, prog, cli.ExitBadInput, err) }
+	switch {
+	case !f.report:
+		return bad(errors.New("--from and --top go with --report"))
+	case len(f.fleet.from) == 0:
+		return bad(errors.New("--top goes with --from"))
+	case f.fleet.top < 0:
+		return bad(fmt.Errorf("--top %d: want 0 (every node) or more", f.fleet.top))
+	}
+	if args := f.fleet.fs.Args(); len(args) > 0 {
+		// A shell glob after one --from (--from fleet/*) names the rest
+		// without it: refuse rather than leave those nodes out.
+		return bad(fmt.Errorf("unexpected argument %q: give each path its own --from", args[0]))
+	}
+	fleet, err := drift.ReadFleet(ctx, f.fleet.from, sinceTime(f))
+	if err != nil {
+		return bad(fmt.Errorf("--from %w", err))
+	}
+	rep := fleet.Report(f.fleet.top)
+	for _, file := range rep.Files {
+		if file.Skipped.Total() > 0 {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, file.Skipped.In(file.Path))
+		}
+	}
+	if f.common.JSON {
+		err = drift.WriteFleetReportJSON(stdout, rep)
+	} else {
+		err = drift.WriteFleetReport(stdout, rep)
 	}
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
