@@ -3,10 +3,12 @@ package state
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,4 +136,43 @@ func TestHelperHoldLock(t *testing.T) {
 	os.Stdout.WriteString("locked\n")
 	bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
 	unlock()
+}
+
+// TestTryLock: a named lock is taken without waiting, a second taker is
+// told at once that it is held (ErrLocked, naming the holder), it is
+// independent of the node lock, and a symlink in its place is refused.
+func TestTryLock(t *testing.T) {
+	sp := newSpool(t)
+	unlock, err := sp.TryLock("healthcheck.lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = sp.TryLock("healthcheck.lock")
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second TryLock: %v", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("TryLock waited %s", waited)
+	}
+	node, err := sp.Lock(t.Context())
+	if err != nil {
+		t.Fatalf("the node lock is another lock: %v", err)
+	}
+	node()
+	unlock()
+	again, err := sp.TryLock("healthcheck.lock")
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	again()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("keep"), 0o600)
+	os.Symlink(victim, filepath.Join(sp.Dir(), "other.lock"))
+	if _, err := sp.TryLock("other.lock"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("symlink: %v", err)
+	}
+	if _, err := sp.TryLock("../x.lock"); err == nil {
+		t.Error("a name with a path was taken")
+	}
 }
