@@ -241,6 +241,16 @@ SLURM_JOB_ID=4247 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | gre
 SLURM_JOB_ID=4248 SLURM_JOB_GPUS=0 show "health checks" "$bin"/gpuprep-prolog "${hook[@]}" | sed "s/^time=[^ ]* //"
 SLURM_JOB_ID=4248 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E "^gpuprep-epilog" || true
 
+step "Health between jobs: gpuprep-health, slurmd's HealthCheckProgram. GPU 0 has not been reset since its Xid 79, so the check keeps failing (here --no-drain, as NHC runs it; as HealthCheckProgram it keeps the node drained) until the driver logs the reset; no new Xid is never enough" \
+  "gpuprep-health --no-drain; echo 'NVRM: GPU ...: GPU recovered after reset' >> /dev/kmsg; gpuprep-health --no-drain"
+rc=0
+"$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 2>&1 | grep -E '^health|^xid|^no change' || rc=$?
+echo "exit status: $rc"
+[ "$rc" -eq 1 ] # fails while the Xid stands; anything else stops the demo
+printf '4,4,6000000,-;NVRM: GPU %s: GPU recovered after reset\n' "$gpu0" >>"$root/dev/kmsg"
+"$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 >"$spool/health.txt" 2>&1 || { cat "$spool/health.txt" >&2; exit 1; }
+echo "after the reset line: exit 0, $(grep -E '^health' "$spool/health.txt" | sed 's/.*GPUs, //')"
+
 step "A MIG layout the node does not have: the prolog refuses before changing anything (under slurmd: exit 1, the node drains with this reason)" \
   "gpuprep-prolog --dry-run, [mig.layout] all = [\"$mig_whole\"]"
 sed "s/^all = \[\]/all = [\"$mig_whole\"]/" "$spool/gpuprep.toml" >"$spool/mig.toml"
@@ -260,8 +270,14 @@ SLURM_JOB_ID=4246 "$bin"/gpuprep-epilog "${mig[@]}" 2>&1 | sed 's/ restored=.*//
 step "Whoever is on call: the drift history" "gpuprep-epilog --report"
 "$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report
 
-step "Metrics for node_exporter's textfile collector" "cat gpuprep.prom"
-grep -v '^#' "$spool/textfile/gpuprep.prom"
+step "Whoever is on call for the fleet: the drift files of many nodes, collected with the admin's own tools, in one summary" \
+  "gpuprep-epilog --report --from examples/fleet-drift"
+"$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --report --from examples/fleet-drift
+
+step "Metrics for node_exporter's textfile collector: one file per writer (examples/prometheus has the rules and the dashboard)" \
+  "ls textfile/; grep ... gpuprep-*.prom"
+(cd "$spool/textfile" && ls)
+grep -h -v '^#' "$spool"/textfile/gpuprep-*.prom | grep -E 'build_info|last_run_success|drift_events|dead_jobs|xid_events|status\{.*(check="(xid|swap)"|gpu="0")' | sed -E 's/UUID="GPU-[^"]*"/UUID="GPU-..."/'
 
 # DEMO_METRICS_OUT=DIR keeps the node's textfile metrics (every *.prom the
 # programs wrote) in DIR, for the Prometheus example's tests.

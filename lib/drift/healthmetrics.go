@@ -87,6 +87,18 @@ func (m *Metrics) SetCheck(check string, g GPULabels, status int, skipped bool, 
 	m.Checks[k] = c
 }
 
+// ResetCheck drops the status series of every scope of check (their last
+// failures stay): for a check whose every run speaks for all scopes, such
+// as xid (no new Xid on any GPU), before its new results are set.
+func (m *Metrics) ResetCheck(check string) {
+	for k, c := range m.Checks {
+		if c.Check == check {
+			c.Current = false
+			m.Checks[k] = c
+		}
+	}
+}
+
 // AddXID counts one Xid.
 func (m *Metrics) AddXID(code int, severity string, g GPULabels) {
 	if m.XIDs == nil {

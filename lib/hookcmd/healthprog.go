@@ -37,6 +37,7 @@ type healthFlags struct {
 	stateDir string
 	node     string
 	dryRun   bool
+	noDrain  bool
 }
 
 const healthUsage = `usage: gpuprep-health [flags]
@@ -51,7 +52,9 @@ check passes (after a fatal Xid, only when the GPU was reset or its row
 remapping reads clear); a drain anyone else set is left alone. For
 [health] boot_grace after boot the checks that wait for daemons only warn.
 [health] external_command runs only when the node is idle. It writes
-gpuprep-health.prom for node_exporter. Exit 0: healthy (or busy: another
+gpuprep-health.prom for node_exporter. With --no-drain it leaves
+draining to its caller (LBNL NHC: check_cmd_status -t 45 /usr/sbin/gpuprep-health
+--no-drain) and fails while a fatal Xid stands. Exit 0: healthy (or another
 gpuprep-health runs); 1: a fatal check failed; 2: bad input.`
 
 // HealthProgram is gpuprep-health, slurmd's HealthCheckProgram. slurmd runs
@@ -96,6 +99,7 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
 	fs.StringVar(&f.node, "node", "", "the node's Slurm name (default SLURMD_NODENAME, else the short host name)")
+	fs.BoolVar(&f.noDrain, "no-drain", false, "leave draining and resuming to the caller (LBNL NHC's check_cmd_status): never call scontrol; exit 1 while a check fails fatally or a fatal Xid stands against a GPU not reset since")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "run the checks read-only and print what it would do to the node; change nothing (no lock, Xid watermark, drain, resume, metrics or log file)")
 	return fs
 }
@@ -156,12 +160,18 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	node := nodeName(f.node, getenv)
 	run := &healthRun{Node: node}
 
-	sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
-	ns, nsErr := slurm.ShowNode(sctx, node)
-	cancel()
-	if nsErr != nil {
+	var ns slurm.NodeState
+	nsErr := errNoDrain
+	if !f.noDrain {
+		sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
+		ns, nsErr = slurm.ShowNode(sctx, node)
+		cancel()
+	}
+	switch {
+	case f.noDrain:
+	case nsErr != nil:
 		log.Warn("node state unknown: no drain or resume decision rests on it", "node", node, "err", nsErr)
-	} else {
+	default:
 		run.NodeState, run.Reason = ns.State, ns.Reason
 	}
 	jobs, err := hook.JobsHeld(sp)
@@ -188,8 +198,17 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	}
 	run.Health = rep
 	run.Decision = health.Decide(rep, cfg.Health, ns, nsErr == nil)
+	standing := health.StandingXIDs(rep, cfg.Health)
+	if f.noDrain {
+		run.Decision = health.Decision{Action: health.Nothing, Why: "--no-drain: the caller drains and resumes"}
+		if len(standing) > 0 {
+			run.Decision.Why += "; fails while " + health.StandingLine(standing)
+		}
+	}
 	if !f.dryRun {
-		run.Done = act(ctx, node, run.Decision, log)
+		if !f.noDrain {
+			run.Done = act(ctx, node, run.Decision, log)
+		}
 		drained := nsErr == nil && ns.Drained() && health.OwnsDrain(ns.Reason)
 		switch {
 		case run.Done && run.Decision.Action == health.Drain:
@@ -205,11 +224,14 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	} else {
 		writeHealthRun(stdout, run)
 	}
-	if len(rep.Fatal()) > 0 {
+	if len(rep.Fatal()) > 0 || f.noDrain && len(standing) > 0 {
 		return cli.ExitMismatch
 	}
 	return cli.ExitOK
 }
+
+// errNoDrain is the node state's "error" under --no-drain: not asked.
+var errNoDrain = errors.New("not asked (--no-drain)")
 
 // nodeDrained is gpuprep_node_drained's value: 1 or 0, -1 when unknown.
 func nodeDrained(known, drained bool) int {
@@ -275,7 +297,7 @@ func writeHealthRun(w io.Writer, run *healthRun) {
 	writeHealthTable(w, run.Health)
 	state := run.NodeState
 	if state == "" {
-		state = "unknown (scontrol did not answer)"
+		state = "state unknown (not asked, or scontrol did not answer)"
 	}
 	fmt.Fprintf(w, "node %s: %s", run.Node, state)
 	if run.Reason != "" {

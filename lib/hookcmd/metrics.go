@@ -104,6 +104,14 @@ func addHealth(m *drift.Metrics, rep *health.Report, now time.Time) {
 	}
 	seen := map[string]bool{}
 	for _, r := range rep.Results {
+		if r.Check == "xid" && r.Status != health.Skip {
+			// Each run reads every GPU's new Xids: its results replace
+			// the last run's, or a GPU's Xid would stay fatal for ever.
+			m.ResetCheck("xid")
+			break
+		}
+	}
+	for _, r := range rep.Results {
 		status := drift.StatusOK
 		if r.Status == health.Fail {
 			switch r.Severity {
