@@ -68,7 +68,7 @@ func (n *metricsNode) run(setting string) string {
 
 func warnings(logs string) int { return strings.Count(logs, "level=WARN") }
 
-// TestMetricsAutoWritesWhereNodeExporterReads: "auto" writes gpuprep.prom,
+// TestMetricsAutoWritesWhereNodeExporterReads: "auto" writes gpuprep-<hook>.prom,
 // with the build info, into the directory a running node_exporter names,
 // and the debug log says where that came from.
 func TestMetricsAutoWritesWhereNodeExporterReads(t *testing.T) {

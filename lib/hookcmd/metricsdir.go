@@ -27,7 +27,7 @@ type metricsWarned struct {
 	Setting string `json:"metrics_dir"`
 }
 
-// metricsDir is the directory (a path on this machine) to write gpuprep.prom
+// metricsDir is the directory (a path on this machine) to write gpuprep-<hook>.prom
 // into, or "" for none: general.metrics_dir "" is none; "auto" is what
 // textfiledir.Find finds under r (the source named in a debug line); any
 // other value is that path, when it is a directory. When there is none to
