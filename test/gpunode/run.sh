@@ -14,8 +14,10 @@
 #      kit's copy by default when it has one; CAPTURE=none skips it);
 #   2. gpuprep-gres with real NVML, checked against topo -m by topocheck
 #      (every GPU line, Links=, CPU and NUMA affinity), and timed against it;
-#   3. gpuprep-prolog --dry-run (a job on every GPU) and --health, timed
-#      against nvmlprobe (NVML init plus the per-GPU reads each needs);
+#   3. gpuprep-prolog --dry-run (a job on every GPU) and --health, and
+#      gpuprep-health (slurmd's HealthCheckProgram; --dry-run, then timed with
+#      --no-drain: no scontrol), timed against nvmlprobe (NVML init plus the
+#      per-GPU reads each needs);
 #   4. srunwrap --explain for one rank per GPU (and two per GPU), checked
 #      against topo -m by topocheck (GPU, CPUs, memory node, nearest HCA);
 #   5. an all_reduce of every GPU (8 B to 1 GiB) launched through srunwrap
@@ -37,7 +39,7 @@ skip() { case " $SKIP " in *" $1 "*) return 0;; esac; return 1; }
 verdict() { # verdict NAME EXIT: a PASS/FAIL line in the summary
 	if [ "$2" = 0 ]; then echo "PASS $1" >> "$summary"; else echo "FAIL $1 (exit $2)" >> "$summary"; fi
 }
-for b in gpuprep-gres gpuprep-prolog srunwrap nvmlprobe topocheck; do
+for b in gpuprep-gres gpuprep-prolog gpuprep-health srunwrap nvmlprobe topocheck; do
 	[ -x "$BIN/$b" ] || { echo "run.sh: $BIN/$b is missing (make gpunode-kit builds them)" >&2; exit 2; }
 done
 command -v nvidia-smi >/dev/null || { echo "run.sh: nvidia-smi not found" >&2; exit 2; }
@@ -84,6 +86,11 @@ echo "== 3. gpuprep-prolog --dry-run and --health against the NVML floor"
 "$BIN/gpuprep-prolog" --health --state-dir "$state/spool" > "$out/health.txt" 2>&1
 echo "health exit $? (1: a fatal check failed on this node)" >> "$out/health.txt"
 cat "$out/health.txt"
+# gpuprep-health as slurmd would run it, read-only: no Slurm here, so the
+# node's state is unknown and it only says what it would do.
+"$BIN/gpuprep-health" --dry-run --state-dir "$state/hspool" > "$out/gpuprep-health.txt" 2>&1
+echo "gpuprep-health exit $? (1: a fatal check failed on this node)" >> "$out/gpuprep-health.txt"
+tail -3 "$out/gpuprep-health.txt"
 if ! skip timing; then
 	# The hooks find SLURM_JOB_GPUS in the gres.conf beside SLURM_CONF: the
 	# one gpuprep-gres wrote above.
@@ -97,11 +104,13 @@ if ! skip timing; then
 	python3 "$here/times.py" "$RUNS" \
 		"prolog --dry-run (job on all $ngpu GPUs)" "$BIN/gpuprep-prolog" --dry-run --state-dir "$state/spool" ::: \
 		"prolog --health (every GPU)" "$BIN/gpuprep-prolog" --health --state-dir "$state/spool" ::: \
+		"gpuprep-health --no-drain (every GPU)" "$BIN/gpuprep-health" --no-drain --state-dir "$state/hspool" ::: \
 		"nvmlprobe --health (the floor)" "$BIN/nvmlprobe" --health $buses ::: \
 		"nvmlprobe (the profile's reads only)" "$BIN/nvmlprobe" $buses ::: \
 		/bin/true /bin/true \
 		--ratio "prolog --dry-run (job on all $ngpu GPUs)/nvmlprobe --health (the floor)" \
-		"prolog --health (every GPU)/nvmlprobe --health (the floor)" | tee "$out/time-prolog.txt"
+		"prolog --health (every GPU)/nvmlprobe --health (the floor)" \
+		"gpuprep-health --no-drain (every GPU)/nvmlprobe --health (the floor)" | tee "$out/time-prolog.txt"
 	unset SLURM_CONF SLURM_JOB_ID SLURM_JOB_USER SLURM_JOB_GPUS
 fi
 
