@@ -5,14 +5,18 @@
 # compiles its oracle of Slurm's core numbering against libhwloc), and strace
 # (the crash tests kill the hooks at chosen syscalls with it), and what
 # test/pkgtest checks the packages with: lintian, rpm, debootstrap, man-db,
-# groff and logrotate. Idempotent:
-# does nothing when all are there.
+# groff and logrotate, and what examples/prometheus tests its rules and
+# dashboard with: prometheus (promtool) and prometheus-node-exporter, without
+# their Recommends (prometheus-node-exporter-collectors would add timers).
+# Idempotent: does nothing when all are there.
 # While apt runs, /usr/sbin/policy-rc.d (exit 101) keeps the packages' init
 # scripts from starting system daemons; it is removed afterwards if this
 # script created it. The tests start their own private daemons
 # (test/slurmharness), so afterwards the services the packages enabled at
-# boot (slurmctld, slurmd, munge) are disabled again, for the packages this
-# script installed only: a node that already ran them keeps its setup.
+# boot (slurmctld, slurmd, munge, prometheus, prometheus-node-exporter) are
+# disabled again, for the packages this script installed only: a node that
+# already ran them keeps its setup. Should one of them run anyway, the tests
+# do not mind: they give their daemons free ports of their own.
 set -eu
 
 have() {
@@ -23,26 +27,29 @@ have() {
 # and npm, which fetches zig for the EL8 build (packaging/el8).
 pkgtools="lintian rpm debootstrap man-db groff-base logrotate"
 have npm || pkgtools="$pkgtools npm"
+# What examples/prometheus's tests run: promtool (package prometheus),
+# prometheus and prometheus-node-exporter.
+promtools="prometheus prometheus-node-exporter"
 
 missing=""
 for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace \
-	lintian rpm debootstrap man groff logrotate npm; do
+	lintian rpm debootstrap man groff logrotate npm promtool prometheus prometheus-node-exporter; do
 	have "$c" || missing="$missing $c"
 done
 have cc || missing="$missing cc"
 [ -e /usr/include/hwloc.h ] || missing="$missing hwloc.h"
 if [ -z "$missing" ]; then
-	echo "install-deps: slurm, munge, hwloc, libhwloc-dev, gcc, strace and the packaging tools are installed"
+	echo "install-deps: slurm, munge, hwloc, libhwloc-dev, gcc, strace, the packaging tools and prometheus are installed"
 	exit 0
 fi
 echo "install-deps: missing:$missing"
 
 if [ "$(id -u)" != 0 ]; then
-	echo "install-deps: must run as root to install slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools" >&2
+	echo "install-deps: must run as root to install slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools $promtools" >&2
 	exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc, libhwloc-dev, gcc, strace and $pkgtools by hand" >&2
+	echo "install-deps: no apt-get: install slurm-wlm, munge, hwloc, libhwloc-dev, gcc, strace, $pkgtools and $promtools by hand" >&2
 	exit 1
 fi
 
@@ -50,7 +57,7 @@ fi
 # site's, left alone).
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 new_services=""
-for svc in slurmctld slurmd munge; do
+for svc in slurmctld slurmd munge $promtools; do
 	installed "$svc" || new_services="$new_services $svc"
 done
 
@@ -65,6 +72,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 timeout 300 apt-get update
 timeout 900 apt-get install -y -o DPkg::Lock::Timeout=120 slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools
+timeout 900 apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=120 $promtools
 
 still=""
 for c in $missing; do
@@ -77,7 +85,7 @@ if [ -n "$still" ]; then
 	echo "install-deps: still missing after install:$still" >&2
 	exit 1
 fi
-echo "install-deps: installed slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools"
+echo "install-deps: installed slurm-wlm munge hwloc libhwloc-dev gcc strace $pkgtools $promtools"
 
 # Debian's postinst enables the daemons at boot even when policy-rc.d kept
 # them from starting now: undo that for what this script installed.
