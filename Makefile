@@ -37,8 +37,9 @@ bin/sim/gpuprep-health: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflag
 FORCE:
 
 # deps installs what the tests need on a fresh Debian 12 machine (as root):
-# Slurm (slurm-wlm), munge, hwloc, libhwloc-dev, gcc and strace. It changes nothing
-# when they are there.
+# Slurm (slurm-wlm), munge, hwloc, libhwloc-dev, gcc, strace, Prometheus
+# (promtool) and prometheus-node-exporter, and the packaging tools
+# (test/install-deps.sh lists them). It changes nothing when they are there.
 deps:
 	bash test/install-deps.sh
 
