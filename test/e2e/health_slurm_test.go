@@ -16,17 +16,7 @@ import (
 func TestHealthXIDDrainsOnceInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
-	for p, s := range map[string]string{
-		"proc/sys/kernel/random/boot_id": "11111111-2222-3333-4444-555555555555\n",
-		"dev/kmsg": "6,0,0,-;Linux version 6.1.0\n" +
-			"4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n",
-	} {
-		full := filepath.Join(n.root, p)
-		os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.withXID79()
 	base := n.snap()
 	c := startHookCluster(t, n, "")
 	mustDrain(t, c, "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 (pid=4242, name=python, GPU has fallen off the bus.)")
@@ -40,5 +30,22 @@ func TestHealthXIDDrainsOnceInSlurm(t *testing.T) {
 	}
 	if st, reason := c.NodeState(); strings.HasPrefix(st, "drain") {
 		t.Errorf("drained again: %q %q", st, reason)
+	}
+}
+
+// withXID79 gives the node a boot id and a kernel log (/dev/kmsg as a file)
+// that holds the driver's Xid 79 (GPU fallen off the bus) of GPU 0.
+func (n *hookNode) withXID79() {
+	n.t.Helper()
+	for p, s := range map[string]string{
+		"proc/sys/kernel/random/boot_id": "11111111-2222-3333-4444-555555555555\n",
+		"dev/kmsg": "6,0,0,-;Linux version 6.1.0\n" +
+			"4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n",
+	} {
+		full := filepath.Join(n.root, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			n.t.Fatal(err)
+		}
 	}
 }

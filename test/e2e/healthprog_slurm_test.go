@@ -100,17 +100,7 @@ func (h *healthProgNode) appendKmsg(line string) {
 func TestHealthCheckProgramInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
-	for p, s := range map[string]string{
-		"proc/sys/kernel/random/boot_id": "11111111-2222-3333-4444-555555555555\n",
-		"dev/kmsg": "6,0,0,-;Linux version 6.1.0\n" +
-			"4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n",
-	} {
-		full := filepath.Join(n.root, p)
-		os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.withXID79()
 	base := n.snap()
 	h := startHealthProgNode(t, n)
 
