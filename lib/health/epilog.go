@@ -106,6 +106,12 @@ func inJob(o Options, pid int) bool {
 // external_timeout: a non-zero exit or the timeout fails the check with
 // the last line of its output. The command runs in its own process group,
 // killed whole on timeout.
+// External runs [health] external_command now, as the epilog's "external"
+// check does, for gpuprep-health on an idle node (Options.Extra).
+func External(ctx context.Context, h config.HealthSection) []Result {
+	return external(ctx, Options{Health: h})
+}
+
 func external(ctx context.Context, o Options) []Result {
 	const c = "external"
 	argv := o.Health.ExternalCommand

@@ -40,10 +40,11 @@ type Options struct {
 	// the job's cgroup after it).
 	JobID    string
 	JobSLUID string
-	// External runs [health] external_command in a prolog-checks run too
-	// (gpuprep-health on an idle node); the epilog always runs it.
-	External bool
-	Log      *slog.Logger
+	// Extra are results of checks run before (gpuprep-health runs the
+	// external check on an idle node before it takes the node lock): they
+	// are reported and debounced with the rest.
+	Extra []Result
+	Log   *slog.Logger
 }
 
 // Run gathers the facts, evaluates the op's checks, debounces, and
@@ -77,9 +78,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Op == "epilog" {
 		res = append(res, leftovers(ctx, o, f)...)
 		res = append(res, external(ctx, o)...)
-	} else if o.External {
-		res = append(res, external(ctx, o)...)
 	}
+	res = append(res, o.Extra...)
 	for i := range res {
 		debounce(&res[i], o.Health, st)
 	}

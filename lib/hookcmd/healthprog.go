@@ -151,15 +151,14 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 			return fail(cli.ExitMismatch, err)
 		}
 		defer release()
-		unlock, err := sp.Lock(ctx)
-		if err != nil {
-			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
-		}
-		defer unlock()
 	}
 	node := nodeName(f.node, getenv)
 	run := &healthRun{Node: node}
 
+	// Slurm is asked, and the external check run, before the node lock is
+	// taken, and the node drained or resumed after it is released: a job's
+	// prolog never waits for slurmctld or a diagnostic on gpuprep-health's
+	// account.
 	var ns slurm.NodeState
 	nsErr := errNoDrain
 	if !f.noDrain {
@@ -179,14 +178,18 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 		return fail(cli.ExitMismatch, err)
 	}
 	run.Idle = len(jobs) == 0 && (nsErr != nil || !ns.Busy())
+	var extra []health.Result
+	if run.Idle && !f.dryRun {
+		extra = health.External(ctx, cfg.Health)
+	}
 
 	backend, err := f.common.OpenGPU(cfg)
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
 	}
 	root := f.common.HostRoot()
-	rep, err := health.Run(ctx, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
-		Models: models, Spool: sp, ReadOnly: f.dryRun, External: run.Idle, Log: log})
+	rep, err := checkUnderLock(ctx, sp, f.dryRun, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
+		Models: models, Spool: sp, ReadOnly: f.dryRun, Extra: extra, Log: log})
 	if err != nil {
 		return fail(cli.ExitMismatch, err)
 	}
@@ -232,6 +235,20 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 
 // errNoDrain is the node state's "error" under --no-drain: not asked.
 var errNoDrain = errors.New("not asked (--no-drain)")
+
+// checkUnderLock runs the checks under the node lock the hooks take (not
+// for a dry run, which writes nothing): the Xid watermark and the debounce
+// streaks are theirs too.
+func checkUnderLock(ctx context.Context, sp *state.Spool, dryRun bool, o health.Options) (*health.Report, error) {
+	if !dryRun {
+		unlock, err := sp.Lock(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("node lock: %w", err)
+		}
+		defer unlock()
+	}
+	return health.Run(ctx, o)
+}
 
 // nodeDrained is gpuprep_node_drained's value: 1 or 0, -1 when unknown.
 func nodeDrained(known, drained bool) int {

@@ -127,3 +127,27 @@ func TestHealthProgramDryRunWritesNothing(t *testing.T) {
 		t.Errorf("--dry-run wrote metrics: %v", ents)
 	}
 }
+
+// TestHealthProgramExternalOnlyWhenIdle: [health] external_command (a
+// dcgmi diag) runs from gpuprep-health only while no job holds the node,
+// and its failure is a fatal health failure like the epilog's.
+func TestHealthProgramExternalOnlyWhenIdle(t *testing.T) {
+	h := newHealthRunner(t)
+	ran := filepath.Join(t.TempDir(), "ran")
+	cfg, _ := os.ReadFile(h.cfg)
+	os.WriteFile(h.cfg, append(cfg, []byte("[health]\nexternal_command = [\"/bin/sh\", \"-c\", \"echo run >> "+ran+"; exit 3\"]\n")...), 0o644)
+	count := func() int { b, _ := os.ReadFile(ran); return strings.Count(string(b), "run\n") }
+
+	code, out, _ := h.health()
+	if count() != 1 || code != cli.ExitMismatch || !strings.Contains(out, "external        node                  fail (fatal)") {
+		t.Fatalf("idle: ran %d times, exit %d\n%s", count(), code, out)
+	}
+	env := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "carol", "SLURM_JOB_GPUS": "0"}
+	if code, _, stderr := mainRun("prolog", env, "--root", h.root, "--gpu-backend", "mock:dgxh100", "--config", h.cfg, "--state-dir", h.spool); code != 0 {
+		t.Fatalf("prolog: %d %s", code, stderr)
+	}
+	code, out, _ = h.health()
+	if count() != 1 || code != cli.ExitOK {
+		t.Fatalf("busy (job 8 holds the node): the external check ran %d times, exit %d\n%s", count(), code, out)
+	}
+}
