@@ -88,7 +88,7 @@ func runBin(t *testing.T, name string, args ...string) (string, string, int) {
 // Every program prints its usage on stdout and exits 0 for -h and --help;
 // a bad flag is one line on stderr and exit 2.
 func TestBinsHelp(t *testing.T) {
-	for _, name := range []string{"gpuprep-gres", "gpuprep-prolog", "gpuprep-epilog", "srunwrap"} {
+	for _, name := range []string{"gpuprep-gres", "gpuprep-prolog", "gpuprep-epilog", "gpuprep-health", "srunwrap"} {
 		for _, arg := range []string{"-h", "--help"} {
 			out, stderr, code := runBin(t, name, arg)
 			if code != 0 || !strings.HasPrefix(out, "usage: "+name) || !strings.Contains(out, "--version") || stderr != "" {
@@ -112,7 +112,7 @@ func TestProductionBinariesHoldNoMock(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, pkg := range []string{"prolog", "epilog", "gres", "srunwrap"} {
+	for _, pkg := range []string{"prolog", "epilog", "gres", "health", "srunwrap"} {
 		out := filepath.Join(dir, pkg)
 		cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
 		cmd.Dir = root
