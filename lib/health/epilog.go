@@ -107,8 +107,12 @@ func inJob(o Options, pid int) bool {
 // the last line of its output. The command runs in its own process group,
 // killed whole on timeout.
 // External runs [health] external_command now, as the epilog's "external"
-// check does, for gpuprep-health on an idle node (Options.Extra).
+// check does, for gpuprep-health on an idle node (Options.Extra); a DCGM
+// diagnostic above level 1 (HeavyDiag) is skipped, saying why.
 func External(ctx context.Context, h config.HealthSection) []Result {
+	if why := HeavyDiag(h.ExternalCommand); why != "" {
+		return []Result{skip("external", nodeScope, why+": gpuprep-health never runs it; the epilog does")}
+	}
 	return external(ctx, Options{Health: h})
 }
 
