@@ -11,9 +11,9 @@ import (
 // GraceChecks fail on a healthy node that has just booted, until the
 // daemons they depend on are up: nvidia-persistenced (persistence, and the
 // driver that lists the GPUs), the fabric manager (NVLinks), the subnet
-// manager (InfiniBand ports) and the service that writes the NCCL topology
-// file.
-var GraceChecks = []string{"gpu_count", "driver_version", "persistence", "nvlinks", "ib_ports", "nccl_topo"}
+// manager (InfiniBand ports), the service that writes the NCCL topology
+// file, and DCGM's host engine (the external check, a dcgmi diag).
+var GraceChecks = []string{"gpu_count", "driver_version", "persistence", "nvlinks", "ib_ports", "nccl_topo", "external"}
 
 // ApplyBootGrace lowers each fatal failure of a GraceChecks check to a
 // warning, saying so, while the node is in its boot grace (left > 0: the
