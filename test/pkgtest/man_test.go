@@ -20,8 +20,8 @@ func TestManPages(t *testing.T) {
 	dir := t.TempDir()
 	run(t, dpkgDeb, "-x", deb, dir)
 	pages, _ := filepath.Glob(filepath.Join(dir, "usr/share/man/man*/*.gz"))
-	if len(pages) != 5 {
-		t.Fatalf("%d man pages in the deb, want 5: %q", len(pages), pages)
+	if len(pages) != 6 {
+		t.Fatalf("%d man pages in the deb, want 6: %q", len(pages), pages)
 	}
 	os.Setenv("MANWIDTH", "80")
 	for _, p := range pages {
