@@ -1,0 +1,146 @@
+package irq
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/host"
+)
+
+// Files is the part of host.Root a Setter writes and reads through; tests
+// wrap a Root to play a kernel that refuses a write.
+type Files interface {
+	ReadString(p string) (string, error)
+	// WriteFile writes a file that exists and returns what it reads
+	// afterwards (host.Root.WriteFile).
+	WriteFile(p, value string) (string, error)
+}
+
+// Setter moves IRQs on a node.
+type Setter struct {
+	Root host.Root
+	// Files does the writes and reads; nil is Root.
+	Files Files
+}
+
+// Result is what one write of smp_affinity_list did.
+type Result struct {
+	IRQ  int
+	Want cpuset.Set
+	// Refused says the kernel keeps its own affinity for the IRQ
+	// (managed or per-CPU: a read-only smp_affinity_list, or EIO, from
+	// Linux 6.12 on EPERM, at the write). Nothing was changed; it is
+	// not an error.
+	Refused bool
+	// Got is smp_affinity_list read back after the write.
+	Got cpuset.Set
+	// Effective is effective_affinity_list read back; empty where the
+	// kernel has none or the IRQ is not active (then not checked).
+	Effective cpuset.Set
+	// Mismatch says how the read-back differs from Want; "" when it
+	// agrees. The write itself succeeded: the caller reports it (drift
+	// of a knob), it is not an error here.
+	Mismatch string
+}
+
+// SetAffinity is Setter{Root: r}.Set.
+func SetAffinity(r host.Root, irq int, want cpuset.Set) (Result, error) {
+	return Setter{Root: r}.Set(irq, want)
+}
+
+// Set writes want to /proc/irq/<irq>/smp_affinity_list and reads back it
+// and effective_affinity_list (which must lie within want). It never
+// writes through a symbolic link (the kernel's /proc/irq has none; a
+// fixture's could lead out of the root). An IRQ that is gone is an error
+// wrapping fs.ErrNotExist; an empty want is an error.
+func (s Setter) Set(irq int, want cpuset.Set) (Result, error) {
+	res := Result{IRQ: irq, Want: want}
+	if want.IsEmpty() {
+		return res, fmt.Errorf("IRQ %d: empty CPU list (the kernel keeps at least one CPU)", irq)
+	}
+	f := s.Files
+	if f == nil {
+		f = s.Root
+	}
+	p := AffinityPath(irq)
+	fi, err := lstatNoLinks(s.Root, p)
+	if err != nil {
+		return res, err
+	}
+	if fi.Mode().Perm()&0o222 == 0 {
+		res.Refused = true
+		return res, nil
+	}
+	got, err := f.WriteFile(p, want.String())
+	if err != nil {
+		if refused(err) {
+			res.Refused = true
+			return res, nil
+		}
+		return res, err
+	}
+	if res.Got, err = ParseCPUList(p, got); err != nil {
+		return res, err
+	}
+	var why []string
+	if !res.Got.Equal(want) {
+		why = append(why, fmt.Sprintf("%s reads %q after writing %q", p, res.Got.String(), want.String()))
+	}
+	e := EffectivePath(irq)
+	switch s, err := f.ReadString(e); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return res, err
+	default:
+		if res.Effective, err = ParseCPUList(e, s); err != nil {
+			return res, err
+		}
+		if !res.Effective.IsSubsetOf(want) {
+			why = append(why, fmt.Sprintf("%s is %q, outside %q (a move the kernel makes at the next interrupt, or one it did not make)",
+				e, res.Effective.String(), want.String()))
+		}
+	}
+	res.Mismatch = strings.Join(why, "; ")
+	return res, nil
+}
+
+// refused says a write error is the kernel's refusal to move the IRQ:
+// EIO, EPERM from Linux 6.12 on, returned by the write (an error opening
+// the file is no refusal: it is the caller's lack of permission).
+func refused(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "open" {
+		return false
+	}
+	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM)
+}
+
+// lstatNoLinks returns the FileInfo of a node path after checking that
+// none of its components below the root is a symbolic link: a write then
+// lands inside the root. (procfs has no links there; only someone who can
+// write the fixture tree could swap one in after the check.)
+func lstatNoLinks(r host.Root, p string) (os.FileInfo, error) {
+	p = path.Clean("/" + p)
+	var fi os.FileInfo
+	prefix := ""
+	for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		prefix += "/" + part
+		var err error
+		if fi, err = os.Lstat(r.Path(prefix)); err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("write %s: %s is a symbolic link; gpuprep writes IRQ files only where no link leads", p, prefix)
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("write %s: not a regular file", p)
+	}
+	return fi, nil
+}
