@@ -7,8 +7,10 @@ import (
 	"testing"
 )
 
-// TestParseInterruptsSamples reads /proc/interrupts as three kernels print
-// it on real machines: Linux 6.1 on a 2-socket x86 node (one "IR-PCI-MSI"
+// TestParseInterruptsSamples reads /proc/interrupts as kernels print it:
+// one captured on an H200 VM (Linux 6.18), and three written in the
+// kernel's format (kernel/irq/proc.c, show_interrupts) for machines we
+// have no capture of: Linux 6.1 on a 2-socket x86 node (one "IR-PCI-MSI"
 // chip, hwirq encoding the device), Linux 6.8 on the same node
 // (per-device "IR-PCI-MSIX-<bdf>" chips), and an arm64 node with the
 // trigger column and CPU 2 offline.
@@ -44,6 +46,15 @@ func TestParseInterruptsSamples(t *testing.T) {
 			{53, "IR-PCI-MSIX-0000:9c:00.0", 3, "edge", "", []string{"mlx5_comp2@pci:0000:9c:00.0"}, 17489964},
 			{61, "IR-PCI-MSIX-0000:9a:00.0", 0, "edge", "", []string{"nvidia"}, 59670655},
 			{70, "IR-PCI-MSIX-0000:18:00.0", 1, "edge", "", nil, 3},
+		}},
+		// Captured on a one-GPU H200 VM (Linux 6.18, 16 CPUs, read-only):
+		// the driver's 8 MSI-X vectors; its INTx line (41) is not requested.
+		{"interrupts-h200-vm-6.18.txt", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 24, []row{
+			{26, "IO-APIC", 4, "edge", "", []string{"ttyS0"}, 15},
+			{31, "PCI-MSIX-0000:00:01.0", 1, "edge", "", []string{"virtio0-req.0"}, 910},
+			{42, "PCI-MSIX-0000:00:06.0", 0, "edge", "", []string{"nvidia"}, 0},
+			{44, "PCI-MSIX-0000:00:06.0", 2, "edge", "", []string{"nvidia"}, 14},
+			{49, "PCI-MSIX-0000:00:06.0", 7, "edge", "", []string{"nvidia"}, 0},
 		}},
 		{"interrupts-arm64.txt", []int{0, 1, 3}, 8, []row{
 			{10, "GICv3", 27, "", "Level", []string{"arch_timer"}, 8123456 + 7012345 + 6543210},

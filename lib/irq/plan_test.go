@@ -2,6 +2,7 @@ package irq
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -216,5 +217,42 @@ func TestPlaceIsPure(t *testing.T) {
 	a, b := planText(Place(in)), planText(Place(in))
 	if a != b || fmt.Sprint(in) != before {
 		t.Errorf("Place is not pure:\n%s\n---\n%s", a, b)
+	}
+}
+
+// TestPlaceCapturedVM plans the H200 VM captured in testdata (Linux 6.18,
+// every IRQ on 0-15, the virtio disks' queues 31 and 33 managed and shown
+// read-only, the GPU 0000:00:06.0 with numa_node -1): the GPU's IRQs
+// cannot go by node, so with housekeeping CPUs they leave the job's CPUs
+// like every other IRQ, and without them they stay, each skip saying why.
+func TestPlaceCapturedVM(t *testing.T) {
+	b, err := os.ReadFile("testdata/interrupts-h200-vm-6.18.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := ParseInterrupts(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var affs []Affinity
+	for _, i := range in.IRQs {
+		affs = append(affs, Affinity{IRQ: i.IRQ, CPUs: cpuset.MustParse("0-15"), ReadOnly: i.IRQ == 31 || i.IRQ == 33})
+	}
+	gpu := DeviceIRQs{BusID: "0000:00:06.0", IRQs: []int{42, 43, 44, 45, 46, 47, 48, 49}, NUMANode: -1, NodeCPUs: cpuset.MustParse("0-15")}
+	p := Place(Input{Devices: []DeviceIRQs{gpu}, Housekeeping: cpuset.MustParse("0-1"), JobCPUs: cpuset.MustParse("2-15"), IRQs: affs})
+	if len(p.Placements) != 22 || len(p.Skipped) != 2 || p.Skipped[0].IRQ != 31 || p.Skipped[1].IRQ != 33 {
+		t.Fatalf("with housekeeping:\n%s", planText(p))
+	}
+	for _, pl := range p.Placements {
+		if pl.To.String() != "0-1" || (pl.IRQ >= 42) != (pl.Device == gpu.BusID) {
+			t.Errorf("%+v", pl)
+		}
+	}
+	if why := p.Placements[len(p.Placements)-1].Reason; why != "device 0000:00:06.0 has no NUMA node; on the job's CPUs 2-15: to the housekeeping CPUs" {
+		t.Errorf("reason %q", why)
+	}
+	p = Place(Input{Devices: []DeviceIRQs{gpu}, JobCPUs: cpuset.MustParse("2-15"), IRQs: affs})
+	if len(p.Placements) != 0 || len(p.Skipped) != 8 || p.Skipped[0].Reason != "device 0000:00:06.0 has no NUMA node; no housekeeping CPUs to move it to" {
+		t.Errorf("without housekeeping:\n%s", planText(p))
 	}
 }
