@@ -1,0 +1,162 @@
+package mps
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gpuprep/lib/host"
+)
+
+// PipeEnv and LogEnv are the variables that place a daemon's pipes and
+// logs; DevicesEnv chooses its GPUs.
+const (
+	PipeEnv    = "CUDA_MPS_PIPE_DIRECTORY"
+	LogEnv     = "CUDA_MPS_LOG_DIRECTORY"
+	DevicesEnv = "CUDA_VISIBLE_DEVICES"
+)
+
+// kind tells a control daemon from an MPS server.
+type kind int
+
+const (
+	notMPS kind = iota
+	daemonProc
+	serverProc
+)
+
+// proc is a process as long as it lives: its pid and its start time
+// (/proc/<pid>/stat field 22), which a reused pid does not share.
+type proc struct {
+	pid   int
+	start uint64
+}
+
+// procs are the MPS processes of one pipe directory, by pid, ascending.
+type procs struct {
+	daemons []proc
+	servers []proc
+}
+
+// scan walks /proc under r for the processes of the daemon whose pipe
+// directory is pipe: control daemons (nvidia-cuda-mps-control run with
+// -d or -f, so not a client like Servers' own) and MPS servers whose
+// environment (/proc/<pid>/environ) sets CUDA_MPS_PIPE_DIRECTORY=pipe,
+// and servers whose parent (/proc/<pid>/stat field 4) is one of those
+// daemons. A process that is gone, a zombie (empty cmdline) or unreadable
+// (another user's environ to a non-root caller) is not one of them.
+func scan(r host.Root, pipe string) (procs, error) {
+	names, err := r.ReadDir("/proc")
+	if err != nil {
+		return procs{}, err
+	}
+	var ps procs
+	var others []proc // servers of other pipes, or with none in the environment
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		k, ok := match(r, pid, pipe)
+		if k == notMPS {
+			continue
+		}
+		st, err := readStat(r, pid)
+		if err != nil || st.zombie {
+			continue
+		}
+		p := proc{pid, st.start}
+		switch {
+		case k == daemonProc && ok:
+			ps.daemons = append(ps.daemons, p)
+		case k == serverProc && ok:
+			ps.servers = append(ps.servers, p)
+		case k == serverProc:
+			others = append(others, p)
+		}
+	}
+	for _, p := range others {
+		st, err := readStat(r, p.pid)
+		if err == nil && slices.ContainsFunc(ps.daemons, func(d proc) bool { return d.pid == st.ppid }) {
+			ps.servers = append(ps.servers, p)
+		}
+	}
+	byPid := func(a, b proc) int { return a.pid - b.pid }
+	slices.SortFunc(ps.daemons, byPid)
+	slices.SortFunc(ps.servers, byPid)
+	return ps, nil
+}
+
+// match reads pid's cmdline and says which MPS program it is, and, for
+// one, whether its environment names pipe as its pipe directory.
+func match(r host.Root, pid int, pipe string) (kind, bool) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	cmd, err := r.ReadFile(dir + "/cmdline")
+	if err != nil || len(cmd) == 0 {
+		return notMPS, false
+	}
+	argv := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+	k := notMPS
+	switch path.Base(argv[0]) {
+	case ControlName:
+		for _, a := range argv[1:] {
+			if a == "-d" || a == "-f" || a == "--daemon" || a == "--foreground" {
+				k = daemonProc
+			}
+		}
+	case ServerName:
+		k = serverProc
+	}
+	if k == notMPS {
+		return notMPS, false
+	}
+	env, err := r.ReadFile(dir + "/environ")
+	if err != nil {
+		return k, false
+	}
+	want := []byte(PipeEnv + "=" + pipe)
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return k, true
+		}
+	}
+	return k, false
+}
+
+// stat is what /proc/<pid>/stat tells about a process.
+type stat struct {
+	zombie bool   // state Z or X: exited, not yet reaped
+	ppid   int    // field 4
+	start  uint64 // field 22, clock ticks after boot
+}
+
+// readStat reads /proc/<pid>/stat. The command name (field 2) may hold
+// blanks and parentheses, so the fields are counted after its last ")".
+func readStat(r host.Root, pid int) (stat, error) {
+	file := "/proc/" + strconv.Itoa(pid) + "/stat"
+	s, err := r.ReadString(file)
+	if err != nil {
+		return stat{}, err
+	}
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 20 {
+		return stat{}, fmt.Errorf("%s: unexpected content", file)
+	}
+	pp, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return stat{}, fmt.Errorf("%s: unexpected content", file)
+	}
+	return stat{zombie: f[0] == "Z" || f[0] == "X", ppid: pp, start: start}, nil
+}
+
+// running says whether p still runs: the same pid with the same start
+// time, not a zombie.
+func running(r host.Root, p proc) bool {
+	st, err := readStat(r, p.pid)
+	return err == nil && !st.zombie && st.start == p.start
+}
