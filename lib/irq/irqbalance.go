@@ -1,11 +1,7 @@
 package irq
 
 import (
-	"errors"
-	"io/fs"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"gpuprep/lib/host"
 )
@@ -23,18 +19,14 @@ type Irqbalance struct {
 // meanwhile, or is a zombie (an empty cmdline), is left out. No process
 // means irqbalance does not run: gpuprep's placement then lasts.
 func FindIrqbalance(r host.Root) ([]Irqbalance, error) {
-	names, err := r.ReadDir("/proc")
+	pids, err := r.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []Irqbalance
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 || name != strconv.Itoa(pid) {
-			continue
-		}
-		comm, err := r.ReadString("/proc/" + name + "/comm")
-		if gone(err) {
+	for _, pid := range pids {
+		comm, err := r.ReadString(host.ProcPath(pid, "comm"))
+		if host.ProcGone(err) {
 			continue
 		}
 		if err != nil {
@@ -43,8 +35,8 @@ func FindIrqbalance(r host.Root) ([]Irqbalance, error) {
 		if comm != "irqbalance" {
 			continue
 		}
-		cmd, err := r.ReadFile("/proc/" + name + "/cmdline")
-		if gone(err) {
+		cmd, err := r.ReadFile(host.ProcPath(pid, "cmdline"))
+		if host.ProcGone(err) {
 			continue
 		}
 		if err != nil {
@@ -57,11 +49,6 @@ func FindIrqbalance(r host.Root) ([]Irqbalance, error) {
 		out = append(out, Irqbalance{PID: pid, PolicyScript: PolicyScriptArg(args)})
 	}
 	return out, nil
-}
-
-// gone says a /proc/<pid> read failed because the process exited.
-func gone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }
 
 // irqbalanceOpts are irqbalance's long options (irqbalance.c, lopts, 1.9),

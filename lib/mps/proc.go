@@ -49,17 +49,13 @@ type procs struct {
 // daemons. A process that is gone, a zombie (empty cmdline) or unreadable
 // (another user's environ to a non-root caller) is not one of them.
 func scan(r host.Root, pipe string) (procs, error) {
-	names, err := r.ReadDir("/proc")
+	pids, err := r.PIDs()
 	if err != nil {
 		return procs{}, err
 	}
 	var ps procs
 	var others []proc // servers of other pipes, or with none in the environment
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid <= 0 {
-			continue
-		}
+	for _, pid := range pids {
 		k, ok := match(r, pid, pipe)
 		if k == notMPS {
 			continue

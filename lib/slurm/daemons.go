@@ -1,14 +1,11 @@
 package slurm
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"gpuprep/lib/host"
 )
@@ -74,17 +71,13 @@ const maxProcs = 1 << 17
 // whose exe cannot be read while its /proc/<pid>/comm or command line names
 // a Slurm daemon) is returned: then what runs on the node cannot be told.
 func ScanDaemons(r host.Root) (*Daemons, error) {
-	names, err := r.ReadDir("/proc")
+	pids, err := r.PIDs()
 	if err != nil {
 		return nil, fmt.Errorf("slurm daemons: %w", err)
 	}
 	d := &Daemons{}
 	n := 0
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
-			continue
-		}
+	for _, pid := range pids {
 		if n++; n > maxProcs {
 			return nil, fmt.Errorf("slurm daemons: more than %d processes in /proc: not examined", maxProcs)
 		}
@@ -109,13 +102,13 @@ func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	exe, err := os.Readlink(r.Path(dir + "/exe"))
 	if err != nil {
-		if gone(err) {
+		if host.ProcGone(err) {
 			return Daemon{}, false, nil
 		}
 		// Unreadable (EACCES): it matters only if it may be Slurm's.
 		named, nerr := namedLikeDaemon(r, dir)
 		switch {
-		case nerr != nil && gone(nerr):
+		case nerr != nil && host.ProcGone(nerr):
 			return Daemon{}, false, nil
 		case nerr != nil:
 			return Daemon{}, false, fmt.Errorf("process %d: %w", pid, nerr)
@@ -128,9 +121,9 @@ func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 	if daemonName(path.Base(exe)) == "" {
 		return Daemon{}, false, nil
 	}
-	uid, err := realUID(r, dir+"/status")
+	uid, err := r.RealUID(pid)
 	if err != nil {
-		if gone(err) {
+		if host.ProcGone(err) {
 			return Daemon{}, false, nil
 		}
 		return Daemon{}, false, fmt.Errorf("process %d: %w", pid, err)
@@ -145,7 +138,7 @@ func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 		d.Cgroups, err = readProcCgroups(r, dir+"/cgroup")
 	}
 	if err != nil {
-		if gone(err) {
+		if host.ProcGone(err) {
 			return Daemon{}, false, nil
 		}
 		return Daemon{}, false, fmt.Errorf("process %d: %w", pid, err)
@@ -170,37 +163,6 @@ func namedLikeDaemon(r host.Root, dir string) (bool, error) {
 	first, _, _ := strings.Cut(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
 	first = path.Base(strings.TrimSuffix(first, ":"))
 	return daemonName(first) != "", nil
-}
-
-// gone says whether err is about a process that exited (or a kernel thread
-// without an exe).
-func gone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
-}
-
-// realUID reads the real user id from /proc/<pid>/status ("Uid:\t0\t0\t0\t0":
-// real, effective, saved, filesystem). The real one, since slurmstepd
-// takes the job user's effective id for a while when it opens the job's
-// files.
-func realUID(r host.Root, file string) (int, error) {
-	s, err := r.ReadString(file)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(s, "\n") {
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				break
-			}
-			uid, err := strconv.Atoi(f[0])
-			if err != nil {
-				break
-			}
-			return uid, nil
-		}
-	}
-	return 0, fmt.Errorf("%s: no Uid: line", file)
 }
 
 // readProcCgroups parses /proc/<pid>/cgroup: "<id>:<controllers>:<path>"

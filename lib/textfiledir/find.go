@@ -95,17 +95,13 @@ func Find(r host.Root) Result {
 // fromProcess scans /proc for a trusted node_exporter whose textfile
 // directory exists, appending to tried what it passed over.
 func fromProcess(r host.Root, tried *[]string) (dir, source string, ok bool) {
-	names, err := r.ReadDir("/proc")
+	pids, err := r.PIDs()
 	if err != nil {
 		*tried = append(*tried, fmt.Sprintf("running node_exporter: /proc: %v", err))
 		return "", "", false
 	}
 	seen, n := 0, 0
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
-			continue
-		}
+	for _, pid := range pids {
 		if n++; n > maxProcs {
 			*tried = append(*tried, fmt.Sprintf("running node_exporter: more than %d processes, the rest not examined", maxProcs))
 			break
@@ -116,8 +112,8 @@ func fromProcess(r host.Root, tried *[]string) (dir, source string, ok bool) {
 		}
 		seen++
 		who := fmt.Sprintf("%s process %d", exe, pid)
-		p := "/proc/" + name
-		uid, err := realUID(r, p+"/status")
+		p := "/proc/" + strconv.Itoa(pid)
+		uid, err := r.RealUID(pid)
 		if err != nil {
 			continue // exited meanwhile, or no Uid: line
 		}
@@ -193,21 +189,4 @@ func dirProblem(r host.Root, dir string) string {
 		return "not a directory"
 	}
 	return ""
-}
-
-// realUID reads the real user id from /proc/<pid>/status ("Uid:\t113\t113\t
-// 113\t113": real, effective, saved, filesystem).
-func realUID(r host.Root, file string) (int, error) {
-	s, err := r.ReadString(file)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(s, "\n") {
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				return strconv.Atoi(f[0])
-			}
-		}
-	}
-	return 0, fmt.Errorf("%s: no Uid: line", file)
 }
