@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -37,7 +38,7 @@ func StandingXIDs(rep *Report, h config.HealthSection) []Standing {
 		}
 	}
 	var out []Standing
-	for _, bus := range sortedKeys(rep.History) {
+	for _, bus := range slices.Sorted(maps.Keys(rep.History)) {
 		for _, x := range rep.History[bus] {
 			if XIDSeverity(h, x.Code) != config.HealthFatal {
 				continue
@@ -63,13 +64,4 @@ func StandingLine(standing []Standing) string {
 		parts = append(parts, fmt.Sprintf("Xid %d on %s not cleared (needs %s)", s.Code, s.BusID, s.Why))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -146,16 +146,13 @@ func commit(sp *state.Spool, node NodeFile, job string, rec *JobRecord) error {
 // cannot be read is an error naming it: what that job holds is unknown, so
 // nothing may be planned over it.
 func readJobRecords(sp *state.Spool) (map[string]*JobRecord, error) {
-	names, err := sp.List(jobPrefix)
+	jobs, err := JobsHeld(sp)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]*JobRecord{}
-	for _, n := range names {
-		job, ok := strings.CutSuffix(strings.TrimPrefix(n, jobPrefix), ".json")
-		if !ok || job == "" {
-			continue
-		}
+	for _, job := range jobs {
+		n := jobFile(job)
 		var r JobRecord
 		if _, err := sp.ReadJSON(n, &r); err != nil {
 			return nil, fmt.Errorf("job record: %w (remove it once that job's settings are restored by hand)", err)
