@@ -43,10 +43,5 @@ func missing(t *testing.T, why string) {
 
 // repoRoot is the module's root (where examples/demo.sh runs from).
 func repoRoot(t *testing.T) string {
-	t.Helper()
-	r, err := testroot.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return testroot.Module(t)
 }

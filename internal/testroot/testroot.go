@@ -46,6 +46,16 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+// Module is ModuleRoot for a test: a missing go.mod fails t.
+func Module(t testing.TB) string {
+	t.Helper()
+	r, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // Archive is the path of test/roots/<name>.tar.gz.
 func Archive(name string) (string, error) {
 	root, err := ModuleRoot()

@@ -71,12 +71,7 @@ func runErr(name string, args ...string) (stdout, stderr string, err error) {
 }
 
 func repoRoot(t *testing.T) string {
-	t.Helper()
-	r, err := testroot.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return testroot.Module(t)
 }
 
 // pkgs is the one build of the packages all tests share.
