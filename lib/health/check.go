@@ -107,6 +107,10 @@ func (r *Report) with(sev string) []Result {
 	return out
 }
 
+// ReasonPrefix starts Reason: a hook's drain reason is then
+// "gpuprep-prolog: health: ..." (OwnsDrain).
+const ReasonPrefix = "health: "
+
 // Reason is the fatal failures' reasons joined with "; ", "" when none: the
 // first line of the prolog's stderr ("health: GPU 3 (...): ...").
 func (r *Report) Reason() string {
@@ -117,7 +121,7 @@ func (r *Report) Reason() string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "health: " + strings.Join(parts, "; ")
+	return ReasonPrefix + strings.Join(parts, "; ")
 }
 
 // gpuScope names a GPU in scopes and reasons: "GPU 3 (0000:9a:00.0)".

@@ -14,7 +14,7 @@ const DrainPrefix = "gpuprep: "
 // hookHealthPrefixes start the drain reasons of the hooks' health failures
 // (general.drain_reason): gpuprep-health checks them again, so it may lift
 // them too.
-var hookHealthPrefixes = []string{"gpuprep-prolog: health: ", "gpuprep-epilog: health: "}
+var hookHealthPrefixes = []string{"gpuprep-prolog: " + ReasonPrefix, "gpuprep-epilog: " + ReasonPrefix}
 
 // OwnsDrain says whether a drain reason is gpuprep's health verdict, which
 // gpuprep-health may lift once every check passes: one it set itself

@@ -54,7 +54,7 @@ func checkHealth(ctx context.Context, o *Options, out *Outcome, op string, gpus 
 	}
 	out.Health = rep
 	for _, w := range rep.Warnings() {
-		out.Warnings = append(out.Warnings, "health: "+w.Reason)
+		out.Warnings = append(out.Warnings, health.ReasonPrefix+w.Reason)
 	}
 	if reason := rep.Reason(); reason != "" {
 		return &healthError{node: &NodeError{Reason: reason}}
