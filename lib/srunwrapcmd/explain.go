@@ -30,6 +30,7 @@ type rankPlan struct {
 	HCAFrom   string          `json:"hcas_from"`
 	Env       []nccl.Var      `json:"env"`
 	Warnings  []bind.Warning  `json:"warnings"`
+	MPS       mpsPlan         `json:"mps"`
 	plan      bind.Plan
 }
 
@@ -72,7 +73,7 @@ func explainMain(e cmdenv.Env, f flags, in *inputs) int {
 	plans := bind.PlanNode(bi)
 	x.Tasks, x.TasksBy = len(plans), by
 	for _, p := range plans {
-		x.Ranks = append(x.Ranks, rankOf(in, p, e.Getenv))
+		x.Ranks = append(x.Ranks, rankOf(in, bi, p, e.Getenv))
 	}
 	if f.json {
 		if err := cmdenv.WriteJSON(e.Stdout, x); err != nil {
@@ -130,18 +131,37 @@ func nodeCPUs(n *topo.Node) cpuset.Set {
 	return all
 }
 
-// rankOf completes a rank's plan with its NCCL variables.
-func rankOf(in *inputs, p bind.Plan, getenv func(string) string) rankPlan {
+// rankOf completes a rank's plan (made from bi) with its MPS and NCCL
+// variables.
+func rankOf(in *inputs, bi bind.Input, p bind.Plan, getenv func(string) string) rankPlan {
+	visible := p.Visible
+	if visible == "" {
+		visible = getenv("CUDA_VISIBLE_DEVICES")
+	}
+	m := in.planMPS(bi, p, getenv, visible, false)
+	for _, v := range m.Set {
+		if v.Name == "CUDA_VISIBLE_DEVICES" {
+			visible = v.Value
+		}
+	}
 	env := func(name string) string {
-		if name == "CUDA_VISIBLE_DEVICES" && p.Visible != "" {
-			return p.Visible
+		if name == "CUDA_VISIBLE_DEVICES" {
+			return visible
+		}
+		for _, v := range m.Set {
+			if v.Name == name {
+				return v.Value
+			}
 		}
 		return getenv(name)
 	}
 	r := rankPlan{
 		LocalID: p.LocalID, GPU: p.GPU, Visible: p.Visible, CPUs: p.CPUs.String(), CPUsFrom: p.CPUsFrom,
 		MemPolicy: p.MemPolicy, MemNodes: p.MemNodes, MemFrom: p.MemFrom, HCAs: p.HCAs, HCAFrom: p.HCAFrom,
-		Env: nccl.Plan(in.ncclInput(p, env)), Warnings: p.Warnings, plan: p,
+		Env: nccl.Plan(in.ncclInput(p, env)), Warnings: p.Warnings, MPS: m, plan: p,
+	}
+	if visible != getenv("CUDA_VISIBLE_DEVICES") {
+		r.Visible = visible
 	}
 	if r.Env == nil {
 		r.Env = []nccl.Var{}
@@ -198,6 +218,7 @@ func writeExplanation(w io.Writer, x explanation) {
 		if r.HCAFrom != "" {
 			fmt.Fprintf(w, "  HCAs      %s\n", r.HCAFrom)
 		}
+		fmt.Fprintf(w, "  MPS       %s\n", r.MPS.Why)
 		for _, v := range r.Env {
 			fmt.Fprintf(w, "  %s=%s  (%s)\n", v.Name, v.Value, v.From)
 		}

@@ -38,6 +38,8 @@ type inputs struct {
 	cpuErr       error
 
 	nodeName, partition string
+
+	uid int // this process's user: an MPS pipe directory must be theirs
 }
 
 // gather reads the inputs. The settings come from the node description
@@ -60,6 +62,7 @@ func gather(e cmdenv.Env, f flags, sys system) *inputs {
 		in.nodeName = in.node.Hostname
 	}
 	in.partition = e.Getenv("SLURM_JOB_PARTITION")
+	in.uid = sys.uid()
 	return in
 }
 

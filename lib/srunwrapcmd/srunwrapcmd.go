@@ -27,13 +27,17 @@ const synopsis = `usage: srunwrap [flags] [--] cmd args...
 Runs one Slurm task (srun srunwrap -- python train.py) on the CPUs and
 memory of its GPU's NUMA node, with CUDA_VISIBLE_DEVICES narrowed to its
 GPU and NCCL set for the fabric, then execs the command: signals and the
-exit code are the command's. Problems (odd Slurm variables, an unknown GPU,
-stale NCCL settings) are one-line warnings and the command still runs,
-unless [srunwrap.checks] says refuse (exit 1, nothing runs).
+exit code are the command's. Where gpuprep-prolog runs an MPS control
+daemon for the job's user on exactly the rank's GPU, the rank gets
+CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY, and its GPU by UUID,
+unless CUDA_MPS_PIPE_DIRECTORY is set already. Problems (odd Slurm
+variables, an unknown GPU, stale NCCL settings) are one-line warnings
+and the command still runs, unless [srunwrap.checks] says refuse (exit
+1, nothing runs).
 
---explain prints every local rank's plan (GPU, CPUs, memory, HCAs, NCCL
-variables and where each came from) and runs nothing; outside a Slurm step
---tasks N ranks over every GPU of the node. --srun runs srun with srunwrap
+--explain prints every local rank's plan (GPU, CPUs, memory, HCAs, MPS,
+NCCL variables and where each came from) and runs nothing; outside a
+Slurm step --tasks N ranks over every GPU of the node. --srun runs srun with srunwrap
 inserted before the command. --task-prolog prints export lines for a Slurm
 TaskProlog, for sites that set NCCL variables without wrapping.
 

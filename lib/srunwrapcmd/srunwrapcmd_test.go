@@ -31,10 +31,17 @@ type fakeOS struct {
 	execArgv     []string
 	execEnv      []string
 	execCalls    int
+	// uid is the user srunwrap runs as; nil: this test's.
+	uid func() int
 }
 
 func (f *fakeOS) system(environ []string) system {
+	uid := f.uid
+	if uid == nil {
+		uid = os.Getuid
+	}
 	return system{
+		uid:      uid,
 		taskCPUs: func(host.Root) (cpuset.Set, cpuset.Set, error) { return f.allowed, f.job, nil },
 		memlock:  func() (uint64, error) { return ^uint64(0), nil },
 		environ:  func() []string { return environ },

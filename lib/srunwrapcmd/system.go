@@ -19,6 +19,7 @@ type system struct {
 	taskCPUs func(host.Root) (allowed, job cpuset.Set, err error)
 	memlock  func() (uint64, error)
 	environ  func() []string
+	uid      func() int // this process's real uid (the job's user's)
 	lookPath func(file string) (string, error)
 	self     func() (string, error)
 	// apply binds the calling OS thread (lib/bind.Apply); the caller has
@@ -34,6 +35,7 @@ func osSystem() system {
 		taskCPUs: bind.TaskCPUs,
 		memlock:  nccl.Memlock,
 		environ:  os.Environ,
+		uid:      os.Getuid,
 		lookPath: exec.LookPath,
 		self:     os.Executable,
 		apply:    bind.Apply,

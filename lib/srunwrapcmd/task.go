@@ -52,6 +52,11 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 		if p.Visible != "" {
 			env.set("CUDA_VISIBLE_DEVICES", p.Visible)
 		}
+		m := in.planMPS(in.bindInput(true), p, env.get, env.get("CUDA_VISIBLE_DEVICES"), true)
+		if m.Warn {
+			d.input(m.Why)
+		}
+		m.apply(env)
 		for _, v := range nccl.Plan(in.ncclInput(p, env.get)) {
 			if !v.Kept {
 				env.set(v.Name, v.Value)
@@ -188,6 +193,9 @@ func summary(p bind.Plan, getenv func(string) string) string {
 	}
 	if v := getenv("NCCL_IB_HCA"); v != "" {
 		fmt.Fprintf(&b, ", NCCL_IB_HCA=%s", v)
+	}
+	if v := getenv("CUDA_MPS_PIPE_DIRECTORY"); v != "" {
+		fmt.Fprintf(&b, ", CUDA_MPS_PIPE_DIRECTORY=%s", v)
 	}
 	if len(p.Warnings) > 0 {
 		fmt.Fprintf(&b, ", %s", plural.Count(len(p.Warnings), "warning", "warnings"))

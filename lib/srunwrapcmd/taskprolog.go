@@ -11,7 +11,8 @@ import (
 // taskPrologMain is --task-prolog: for a Slurm TaskProlog, which runs
 // with the task's environment before the task and whose "export NAME=VALUE"
 // output lines slurmstepd puts in the task's environment. It prints the
-// narrowed CUDA_VISIBLE_DEVICES and the NCCL variables; a TaskProlog cannot
+// narrowed CUDA_VISIBLE_DEVICES, the MPS variables of the job's daemon
+// (planMPS) and the NCCL variables; a TaskProlog cannot
 // set the task's CPUs or memory policy (it is another process), so those
 // stay Slurm's (--cpu-bind, --mem-bind). Warnings go to stderr, which
 // slurmstepd logs.
@@ -30,9 +31,34 @@ func taskPrologMain(e cmdenv.Env, f flags, in *inputs) int {
 	if p.Visible != "" {
 		vars = append(vars, nccl.Var{Name: "CUDA_VISIBLE_DEVICES", Value: p.Visible, From: "srunwrap: the rank's GPU"})
 	}
+	visible := p.Visible
+	if visible == "" {
+		visible = e.Getenv("CUDA_VISIBLE_DEVICES")
+	}
+	m := in.planMPS(in.bindInput(true), p, e.Getenv, visible, true)
+	if m.Warn {
+		warnf(e.Stderr, f.quiet, "rank %d: %s", in.task.ProcID, m.Why)
+	}
+	set := map[string]string{}
+	for _, v := range m.Set {
+		if v.Name == "CUDA_VISIBLE_DEVICES" {
+			visible = v.Value
+			if len(vars) == 0 {
+				vars = append(vars, nccl.Var{Name: v.Name, Value: v.Value, From: "srunwrap: the rank's GPU, by UUID for MPS"})
+			} else {
+				vars[0].Value = v.Value
+			}
+			continue
+		}
+		set[v.Name] = v.Value
+		vars = append(vars, nccl.Var{Name: v.Name, Value: v.Value, From: "srunwrap: the job's MPS daemon"})
+	}
 	getenv := func(name string) string {
-		if name == "CUDA_VISIBLE_DEVICES" && p.Visible != "" {
-			return p.Visible
+		if name == "CUDA_VISIBLE_DEVICES" {
+			return visible
+		}
+		if v, ok := set[name]; ok {
+			return v
 		}
 		return e.Getenv(name)
 	}
