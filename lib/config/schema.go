@@ -89,6 +89,13 @@ type GresSection struct {
 	// SLURM_JOB_GPUS are; "auto" means the one beside SLURM_CONF, else
 	// /etc/slurm/gres.conf.
 	Conf string `toml:"conf"`
+	// MPSGPUs are the GPUs gpuprep-gres gives a Name=mps record (Slurm's
+	// gres/mps: jobs share them through MPS): "none", "all", a GPU model
+	// or type, or a list of GPU indexes, models and types (gresmps.go).
+	MPSGPUs GPUSelection `toml:"mps_gpus"`
+	// MPSCount is each marked GPU's gres/mps Count= (100: a job's share
+	// reads as a percentage).
+	MPSCount int `toml:"mps_count"`
 }
 
 // IsolationSection is [isolation]: node-wide settings of the

@@ -143,6 +143,7 @@ func checkGres(g *GresSection, ps *problems) {
 		}
 		seen[strings.ToLower(from)] = from
 	}
+	checkGresMPS(g, ps)
 }
 
 func checkMIG(m *MIGSection, ps *problems) {
