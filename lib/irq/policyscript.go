@@ -1,19 +1,20 @@
 package irq
 
-import (
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-)
+import "strings"
 
-// BannedListPath is the list of IRQs gpuprep placed, one number a line,
-// that the policy script tells irqbalance to leave alone.
-const BannedListPath = "/run/gpuprep/irq-banned"
+// PlacedPath is the list of IRQs gpuprep placed (placed.go), one a line,
+// IRQ number first: the policy script tells irqbalance to leave those
+// alone.
+const PlacedPath = "/run/gpuprep/irq-placed"
+
+// PolicyScriptPath is where the packages install the policy script
+// (PolicyScript(PlacedPath, false)); irqbalance must be started with
+// --policyscript=PolicyScriptPath for gpuprep to place IRQs beside it.
+const PolicyScriptPath = "/usr/lib/gpuprep/irqbalance-policy"
 
 // PolicyScript is the text of a /bin/sh script for irqbalance's
 // --policyscript (-l) that bans every IRQ listed in the file list
-// (BannedListPath on a node).
+// (PlacedPath on a node).
 //
 // What irqbalance does with it (irqbalance(1), "--policyscript", and
 // classify.c, get_irq_user_policy and run_script_for_policy, in 1.9.2 as
@@ -74,39 +75,6 @@ if [ -r "$list" ]; then
 fi
 exit ` + noPolicy + `
 `
-}
-
-// BannedList is the text of the list file: the IRQs once each, ascending,
-// one a line.
-func BannedList(irqs []int) string {
-	s := slices.Clone(irqs)
-	slices.Sort(s)
-	s = slices.Compact(s)
-	var b strings.Builder
-	for _, n := range s {
-		b.WriteString(strconv.Itoa(n))
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// ParseBannedList reads the list file's text back: one IRQ number a line,
-// blank lines ignored. path names the file in errors.
-func ParseBannedList(path string, b []byte) ([]int, error) {
-	var irqs []int
-	for i, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		n, err := parseIRQ(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
-		}
-		irqs = append(irqs, n)
-	}
-	slices.Sort(irqs)
-	return slices.Compact(irqs), nil
 }
 
 // shellQuote quotes s for sh: between single quotes, each single quote

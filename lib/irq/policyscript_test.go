@@ -5,9 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"gpuprep/lib/cpuset"
 )
 
 // runPolicy runs a policy script the way irqbalance does (popen of
@@ -33,7 +34,7 @@ func runPolicy(t *testing.T, script, devPath, irq string) (string, int) {
 func TestPolicyScript(t *testing.T) {
 	dir := t.TempDir()
 	list := filepath.Join(dir, "it's banned") // a quote and a space: quoted in the script
-	if err := os.WriteFile(list, []byte(BannedList([]int{61, 60, 160, 60})), 0o644); err != nil {
+	if err := os.WriteFile(list, []byte(FormatPlaced([]Placed{{IRQ: 61, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0")}, {IRQ: 60, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("1"), Refused: true}, {IRQ: 160, From: cpuset.MustParse("2"), To: cpuset.MustParse("0-1")}})), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, inDir := range []bool{false, true} {
@@ -93,26 +94,28 @@ func TestPolicyScript(t *testing.T) {
 	if out, code := runPolicy(t, script, "/sys", "5"); out != "" || code != 0 {
 		t.Errorf("no list: %q, %d", out, code)
 	}
-	if s := PolicyScript(BannedListPath, false); !strings.Contains(s, "list='/run/gpuprep/irq-banned'\n") || !strings.HasPrefix(s, "#!/bin/sh\n") {
+	if s := PolicyScript(PlacedPath, false); !strings.Contains(s, "list='/run/gpuprep/irq-placed'\n") || !strings.HasPrefix(s, "#!/bin/sh\n") {
 		t.Errorf("script:\n%s", s)
 	}
 }
 
-func TestBannedList(t *testing.T) {
-	if got := BannedList([]int{61, 60, 160, 60}); got != "60\n61\n160\n" {
-		t.Errorf("BannedList = %q", got)
+func TestPlacedRoundTrip(t *testing.T) {
+	in := []Placed{
+		{IRQ: 161, From: cpuset.MustParse("0-7"), To: cpuset.MustParse("0-1,4-5")},
+		{IRQ: 60, From: cpuset.MustParse("3"), To: cpuset.MustParse("0"), Refused: true},
 	}
-	if got := BannedList(nil); got != "" {
-		t.Errorf("BannedList(nil) = %q", got)
+	text := FormatPlaced(in)
+	if want := "# IRQs placed by gpuprep: irq, affinity before, affinity set\n60 3 0 refused\n161 0-7 0-1,4-5\n"; text != want {
+		t.Errorf("FormatPlaced = %q, want %q", text, want)
 	}
-	got, err := ParseBannedList(BannedListPath, []byte("61\n\n 60 \n160\n60\n"))
-	if err != nil || !slices.Equal(got, []int{60, 61, 160}) {
-		t.Errorf("ParseBannedList = %v, %v", got, err)
+	got, err := ParsePlaced(PlacedPath, []byte(text))
+	if err != nil || len(got) != 2 || got[0].IRQ != 60 || !got[0].Refused || got[1].IRQ != 161 || !got[1].To.Equal(cpuset.MustParse("0-1,4-5")) || !got[1].From.Equal(cpuset.MustParse("0-7")) {
+		t.Errorf("ParsePlaced = %+v, %v", got, err)
 	}
-	for _, bad := range []string{"60\nsixty\n", "60\n-1\n", "60 61\n", "99999999999\n"} {
-		_, err := ParseBannedList(BannedListPath, []byte(bad))
-		if err == nil || !strings.HasPrefix(err.Error(), BannedListPath+":2: ") && !strings.HasPrefix(err.Error(), BannedListPath+":1: ") {
-			t.Errorf("ParseBannedList(%q) = %v", bad, err)
+	for _, bad := range []string{"60 0 1\nsixty 0 1\n", "60 0 1\n-1 0 1\n", "60 0 1\n61 0\n", "60 0 1\n61 x 1\n", "60 0 1\n60 0 1\n", "60 0 1\n61 0 1 maybe\n", "60 0 1\n61 0 \"\"\n"} {
+		_, err := ParsePlaced(PlacedPath, []byte(bad))
+		if err == nil || !strings.HasPrefix(err.Error(), PlacedPath+":2: ") {
+			t.Errorf("ParsePlaced(%q) = %v, want an error at line 2", bad, err)
 		}
 	}
 }

@@ -258,7 +258,11 @@ func knobRoot(t testing.TB, name string) host.Root {
 			t.Fatal(err)
 		}
 	}
-	return host.NewRoot(dst)
+	r := host.NewRoot(dst)
+	if name == "dgxh100" {
+		addIRQs(t, r) // the captures have no /proc/irq
+	}
+	return r
 }
 
 // addServices adds systemd's and Slurm's cgroups to a root's cgroup v2

@@ -1,0 +1,257 @@
+package knob
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"gpuprep/lib/cpuset"
+	"gpuprep/lib/host"
+	"gpuprep/lib/irq"
+	"gpuprep/lib/state"
+)
+
+// maxPlacedFile bounds /run/gpuprep/irq-placed: a line per IRQ.
+const maxPlacedFile = 4 << 20
+
+// ErrIrqbalanceUnaware is Apply's error where irqbalance runs without
+// gpuprep's policy script: it would move the placed IRQs back within
+// seconds, so nothing is placed.
+var ErrIrqbalanceUnaware = errors.New("irqbalance runs without gpuprep's policy script")
+
+// Apply places the IRQs v names (and undoes the placement of those it
+// does not name), in this order, so that a crash at any point leaves a
+// file that says what to undo: check that irqbalance, where it runs,
+// bans what gpuprep lists; write the list (the IRQs to place, with what
+// each holds before); SIGHUP irqbalance so it rescans; write each IRQ's
+// smp_affinity_list and read it and effective_affinity_list back; write
+// the list again with the IRQs the kernel refused marked. An IRQ v no
+// longer names gets back what it held before, or, where irqbalance runs,
+// is only unlisted: irqbalance places it again at its rescan.
+func (k *irqAffinityKnob) Apply(v Value) error {
+	if err := k.check(); err != nil {
+		return err
+	}
+	want, err := parseIRQValue(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	old, err := k.loadPlaced()
+	if err != nil {
+		return err
+	}
+	balancers, err := irq.FindIrqbalance(k.root)
+	if err != nil {
+		return fmt.Errorf("%s: looking for irqbalance: %w", k.id, err)
+	}
+	if len(want) > 0 {
+		for _, b := range balancers {
+			if !k.bansPlaced(b) {
+				return fmt.Errorf("%s: %w (pid %d, %s): it would move the IRQs gpuprep places; add --policyscript=%s to its arguments "+
+					"(IRQBALANCE_ARGS in /etc/default/irqbalance, or /etc/sysconfig/irqbalance) and restart it",
+					k.id, ErrIrqbalanceUnaware, b.PID, policyShown(b), irq.PolicyScriptPath)
+			}
+		}
+	}
+	byIRQ := map[int]irq.Placed{}
+	for _, p := range old {
+		byIRQ[p.IRQ] = p
+	}
+	// The list first: what each IRQ to place holds now, unless gpuprep
+	// placed it already (then what it held before that).
+	var next []irq.Placed
+	for _, n := range sortedIRQs(want) {
+		p, ok := byIRQ[n]
+		if !ok {
+			a, err := irq.ReadAffinity(k.root, n)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k.id, err)
+			}
+			p = irq.Placed{IRQ: n, From: a.CPUs}
+		}
+		p.To = want[n]
+		next = append(next, p)
+	}
+	var undo []irq.Placed
+	for _, p := range old {
+		if _, ok := want[p.IRQ]; !ok {
+			undo = append(undo, p)
+		}
+	}
+	// Undone IRQs stay listed until they are written back, so a crash
+	// meanwhile still knows them.
+	if err := k.savePlaced(append(slices.Clone(next), undo...)); err != nil {
+		return err
+	}
+	if len(next) > 0 {
+		k.rescan(balancers)
+	}
+	var problems []string
+	refusedN := 0
+	for i, p := range next {
+		res, err := irq.Setter{Root: k.root, Files: k.f}.Set(p.IRQ, p.To)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.id, err)
+		}
+		next[i].Refused = res.Refused
+		switch {
+		case res.Refused:
+			refusedN++
+		case !res.Got.Equal(p.To):
+			problems = append(problems, res.Mismatch)
+		case res.Mismatch != "":
+			// smp_affinity_list holds; the kernel moves the IRQ at its
+			// next interrupt on some chips.
+			k.log.Warn("irq_affinity: effective affinity not yet moved", "irq", p.IRQ, "why", res.Mismatch)
+		}
+	}
+	if refusedN > 0 {
+		k.log.Info("irq_affinity: IRQs the kernel manages left alone (isolcpus=managed_irq at boot keeps them off job CPUs)", "count", refusedN)
+	}
+	if err := k.restore(undo, len(balancers) > 0); err != nil {
+		return err
+	}
+	if err := k.savePlaced(next); err != nil {
+		return err
+	}
+	if len(undo) > 0 {
+		k.rescan(balancers) // hand the unlisted IRQs back
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %s", k.id, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// restore gives each IRQ back what it held before gpuprep placed it;
+// where irqbalance runs it does nothing: unlisted, irqbalance places
+// them. An IRQ that is gone, or that the kernel refused, is skipped.
+func (k *irqAffinityKnob) restore(ps []irq.Placed, balanced bool) error {
+	if balanced {
+		if len(ps) > 0 {
+			k.log.Info("irq_affinity: IRQs handed back to irqbalance", "count", len(ps))
+		}
+		return nil
+	}
+	for _, p := range ps {
+		if p.Refused {
+			continue
+		}
+		res, err := irq.Setter{Root: k.root, Files: k.f}.Set(p.IRQ, p.From)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("%s: restoring: %w", k.id, err)
+		case !res.Refused && !res.Got.Equal(p.From):
+			return fmt.Errorf("%s: restoring: %s", k.id, res.Mismatch)
+		}
+	}
+	return nil
+}
+
+// bansPlaced says whether irqbalance's --policyscript is gpuprep's: the
+// installed script, or a folder holding it (irqbalance then runs each).
+func (k *irqAffinityKnob) bansPlaced(b irq.Irqbalance) bool {
+	if b.PolicyScript == "" {
+		return false
+	}
+	if path.Clean(b.PolicyScript) == irq.PolicyScriptPath {
+		return true
+	}
+	// A folder of scripts: one of them must be gpuprep's, the folder
+	// form (irq.PolicyScript(..., true)).
+	names, err := k.root.ReadDir(b.PolicyScript)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		s, err := k.root.ReadString(path.Join(b.PolicyScript, n))
+		if err == nil && strings.TrimSpace(s) == strings.TrimSpace(irq.PolicyScript(irq.PlacedPath, true)) {
+			return true
+		}
+	}
+	return false
+}
+
+func policyShown(b irq.Irqbalance) string {
+	if b.PolicyScript == "" {
+		return "no --policyscript"
+	}
+	return "--policyscript=" + b.PolicyScript
+}
+
+// rescan sends each irqbalance SIGHUP: it asks the policy script again
+// at its next pass (every 10 s). Only on the node itself.
+func (k *irqAffinityKnob) rescan(bs []irq.Irqbalance) {
+	signal := k.signal
+	if signal == nil {
+		if !k.root.IsHost() {
+			return
+		}
+		signal = func(pid int) error { return unix.Kill(pid, unix.SIGHUP) }
+	}
+	for _, b := range bs {
+		if err := signal(b.PID); err != nil && !errors.Is(err, unix.ESRCH) {
+			k.log.Warn("irq_affinity: cannot ask irqbalance to rescan", "pid", b.PID, "err", err)
+		}
+	}
+}
+
+// loadPlaced reads PlacedPath; none is an empty list. It refuses a file
+// that is not a regular file (a planted link or FIFO) or is writable by
+// others than root.
+func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
+	full := k.root.Path(irq.PlacedPath)
+	b, fi, err := host.ReadRegular(full, maxPlacedFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
+	case fi.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("%s: %s is writable by others than its owner (mode %v): not trusted", k.id, irq.PlacedPath, fi.Mode().Perm())
+	}
+	ps, err := irq.ParsePlaced(irq.PlacedPath, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	return ps, nil
+}
+
+// savePlaced replaces PlacedPath atomically (mode 0644: irqbalance's
+// sandboxed policy script reads it as another user), or removes it when
+// ps is empty.
+func (k *irqAffinityKnob) savePlaced(ps []irq.Placed) error {
+	full := k.root.Path(irq.PlacedPath)
+	dir := path.Dir(full)
+	if len(ps) == 0 {
+		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %w", k.id, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if err := state.WriteFileAtomic(dir, path.Base(full), []byte(irq.FormatPlaced(ps)), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	return nil
+}
+
+// sortedIRQs are the IRQs of a placement, ascending.
+func sortedIRQs(m map[int]cpuset.Set) []int {
+	out := make([]int, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
