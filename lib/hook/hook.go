@@ -49,6 +49,10 @@ type Options struct {
 	// isolation confines its units through it. nil: cgroups are written
 	// directly.
 	Units isolate.Units
+	// MPS is how the mps knob runs its daemons (mps.go); its zero value
+	// runs them on the node: a systemd unit each where Units is set, a
+	// cgroup of gpuprep's elsewhere.
+	MPS knob.MPSEnv
 
 	gpus       []gpu.Device // the node's GPUs, listed once (devices)
 	gpusListed bool
@@ -89,7 +93,8 @@ func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
 	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, IRQs: o.Config.Isolation.IRQs, Writer: cgwriter.Writer{},
 		SlurmConf: o.Job.Conf, Node: o.Job.NodeName, Units: o.Units, Log: o.Log}
-	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso})
+	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso,
+		User: o.Job.User, UID: o.Job.UID, GID: o.Job.GID, MPS: mpsEnv(o)})
 	m := make(map[string]knob.Knob, len(ks))
 	for _, k := range ks {
 		m[k.ID().String()] = k

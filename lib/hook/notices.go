@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/knob"
 	"gpuprep/lib/nodedesc"
 )
 
@@ -40,7 +41,7 @@ func jobNotices(o *Options, out *Outcome) []string {
 		switch {
 		case strings.HasPrefix(w, "GPU knobs skipped"),
 			req != "" && strings.HasPrefix(w, fmt.Sprintf("MIG layout %q requested but not made", req)),
-			strings.Contains(w, ": job "+held):
+			strings.Contains(w, ": job "+held), strings.Contains(w, knob.WithoutMPS):
 			add(w)
 		}
 	}

@@ -241,6 +241,9 @@ func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead m
 		setting, ok := prof.Knobs.Setting(id.Name)
 		ok = ok && scopes[id.Scope]
 		o := plan.Observed{ID: id, Required: prof.IsRequired(id.Name)}
+		if c, ok := k.(knob.Conflicter); ok {
+			o.OnConflict = c.Conflict
+		}
 		var derr error
 		if ok {
 			var d knob.Value

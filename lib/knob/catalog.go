@@ -20,6 +20,13 @@ type Env struct {
 	// Isolation is the [isolation] options housekeeping_cpus takes (units
 	// never confined; IRQs).
 	Isolation isolate.Options
+	// User, UID and GID are the job's user (SLURM_JOB_USER, SLURM_JOB_UID,
+	// SLURM_JOB_GID; UID and GID -1 when unknown), whom the mps knob's
+	// daemons serve; User "" when there is no job or it is not known.
+	User     string
+	UID, GID int
+	// MPS is how the mps knob runs its daemons (mps.go).
+	MPS MPSEnv
 }
 
 // Catalog returns every knob in scope: the node knobs (NodeKnobNames
@@ -42,7 +49,7 @@ func gpuKnobsOf(env Env) []Knob {
 	}
 	var out []Knob
 	for _, d := range env.GPUs {
-		out = append(out, GPUKnobs(env.GPU, d)...)
+		out = append(out, gpuKnobsFor(env.GPU, d, &env)...)
 	}
 	return out
 }

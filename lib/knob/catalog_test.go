@@ -23,7 +23,7 @@ var everySetting = map[string]string{
 	"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
 	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
 	"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
-	"housekeeping_cpus": "0-3",
+	"housekeeping_cpus": "0-3", "mps": "true",
 }
 
 func TestCatalog(t *testing.T) {
@@ -84,7 +84,9 @@ func TestFixtureRoundTrip(t *testing.T) {
 	root := knobRoot(t, "dgxh100")
 	addServices(t, root)
 	b, devs := mockGPUs(t)
-	ks := Catalog(Env{Root: root, GPU: b, GPUs: devs[:2], Isolation: isolate.Options{Writer: cgwriter.Writer{}}})
+	env, _, _, _ := mpsTestEnv(t) // alice's job, a fake MPS control
+	ks := Catalog(Env{Root: root, GPU: b, GPUs: devs[:2], Isolation: isolate.Options{Writer: cgwriter.Writer{}},
+		User: env.User, UID: env.UID, GID: env.GID, MPS: env.MPS})
 
 	// A mixed baseline: some CPUs on performance, some idle states off.
 	for _, c := range []int{5, 6, 7, 100, 223} {

@@ -27,6 +27,7 @@ type gpuKnob struct {
 	id    ID
 	b     gpuControl
 	index int
+	env   *Env // the node and the job (Catalog); nil without one (GPUKnobs)
 }
 
 // maxPowerW bounds gpu_power_limit_w in the configuration.

@@ -180,13 +180,17 @@ func nodeKnobsWith(f files, cpus cpuset.Set, iso isolate.Options) []Knob {
 	return out
 }
 
-// GPUKnobs returns the knobs of one GPU, in order.
-func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob {
+// GPUKnobs returns the knobs of one GPU, in order, with no job: knobs
+// that serve the job's user (mps) check only the GPU.
+func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob { return gpuKnobsFor(b, dev, nil) }
+
+// gpuKnobsFor is GPUKnobs for the node and job of env (nil: none).
+func gpuKnobsFor(b gpu.Backend, dev gpu.Device, env *Env) []Knob {
 	ctl := controlOf(b)
 	var out []Knob
 	for _, d := range registry {
 		if d.Scope == ScopeGPU {
-			out = append(out, d.gpu(gpuKnob{id: ID{Name: d.Name, Scope: GPUScope(dev.UUID)}, b: ctl, index: dev.Index}))
+			out = append(out, d.gpu(gpuKnob{id: ID{Name: d.Name, Scope: GPUScope(dev.UUID)}, b: ctl, index: dev.Index, env: env}))
 		}
 	}
 	return out

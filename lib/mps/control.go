@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -36,6 +37,11 @@ type Control interface {
 	Quit(ctx context.Context, d Daemon, wait time.Duration) (Stopped, error)
 	// Alive returns the pid of d's control daemon, 0 when none runs.
 	Alive(d Daemon) (int, error)
+	// Left returns the pids of d's daemons and servers still running.
+	Left(d Daemon) ([]int, error)
+	// Done ends what the launcher made for d (a unit, a cgroup) once
+	// its daemon is gone; nothing to end is no error.
+	Done(ctx context.Context, d Daemon) error
 }
 
 // ErrRunning is wrapped by Start's error when a daemon already runs for
@@ -55,6 +61,13 @@ type Exec struct {
 	Bin     string        // the program's path on this machine (Find)
 	Proc    host.Root     // the root whose /proc is read ("/" on a node)
 	Timeout time.Duration // per run; 0 means DefaultTimeout
+	// Launcher, when set, starts the daemon outside the caller's cgroup
+	// (Systemd, Cgroupfs; launch.go) and ends what it made (Done); nil
+	// runs it as a child of the caller, in its cgroup.
+	Launcher Launcher
+	// Log receives where each daemon runs, and the launcher's warnings;
+	// nil: slog.Default().
+	Log *slog.Logger
 }
 
 var _ Control = (*Exec)(nil)
@@ -92,13 +105,67 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // run runs the program for d with args and stdin (nil: /dev/null) in a
-// session of its own, from /, and returns stdout and stderr together. A
-// daemon that keeps the output pipe open is waited for 500 ms, not more.
+// session of its own, from /, and returns stdout and stderr together
+// (runCmd).
 func (e *Exec) run(ctx context.Context, d Daemon, stdin string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.Bin, args...)
-	cmd.Env = e.env(d)
+	out, err := runCmd(ctx, append([]string{e.Bin}, args...), e.env(d), stdin, nil)
+	if err != nil {
+		what := strings.Join(args, " ")
+		if stdin != "" {
+			what = strings.TrimSpace(stdin)
+		}
+		return out, e.runError(ctx, d, what, out, err)
+	}
+	return out, nil
+}
+
+// runError is the error of a run of the program for d (what: its
+// arguments or its input), with the first line it printed.
+func (e *Exec) runError(ctx context.Context, d Daemon, what string, out []byte, err error) error {
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (timeout %s)", err, e.timeout())
+	}
+	return fmt.Errorf("mps: %s %s (%s=%s): %w%s", filepath.Base(e.Bin), what, PipeEnv, d.Paths.Pipe, err, firstLine(out))
+}
+
+// launch starts d's daemon: `-d` as run does, or through e.Launcher,
+// which logs where the daemon runs and warns when that is the caller's
+// own cgroup.
+func (e *Exec) launch(ctx context.Context, d Daemon) error {
+	if e.Launcher == nil {
+		_, err := e.run(ctx, d, "", "-d")
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout())
+	defer cancel()
+	out, where, warn, err := e.Launcher.Launch(ctx, d, e.Bin, e.env(d))
+	if warn != "" {
+		e.logger().Warn(warn, "pipe", d.Paths.Pipe)
+	}
+	if err != nil {
+		return e.runError(ctx, d, "(start)", out, err)
+	}
+	e.logger().Info("MPS control daemon started", "pipe", d.Paths.Pipe, "runs_in", where)
+	return nil
+}
+
+func (e *Exec) logger() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.Default()
+}
+
+// runCmd runs argv with env and stdin ("": /dev/null) in a session of its
+// own, from /, and returns stdout and stderr together, the first 64 KiB.
+// prep, when set, may change the command before it starts (a cgroup to
+// start in). A program whose child keeps the output pipe open is waited
+// for 500 ms, not more, and is no error when it exited 0.
+func runCmd(ctx context.Context, argv, env []string, stdin string, prep func(*exec.Cmd)) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
 	cmd.Dir = "/"
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
@@ -107,21 +174,14 @@ func (e *Exec) run(ctx context.Context, d Daemon, stdin string, args ...string) 
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = 500 * time.Millisecond
+	if prep != nil {
+		prep(cmd)
+	}
 	err := cmd.Run()
 	if errors.Is(err, exec.ErrWaitDelay) {
 		err = nil // it exited 0; a child of its kept the pipe
 	}
-	if err != nil {
-		what := strings.Join(args, " ")
-		if stdin != "" {
-			what = strings.TrimSpace(stdin)
-		}
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (timeout %s)", err, e.timeout())
-		}
-		return out.Bytes(), fmt.Errorf("mps: %s %s (%s=%s): %w%s", filepath.Base(e.Bin), what, PipeEnv, d.Paths.Pipe, err, firstLine(out.Bytes()))
-	}
-	return out.Bytes(), nil
+	return out.Bytes(), err
 }
 
 // firstLine is ": " and the first non-empty line of out, or "".
@@ -154,7 +214,7 @@ func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 	} else if pid > 0 {
 		return 0, fmt.Errorf("mps: %w for %s (pid %d)", ErrRunning, d.Paths.Pipe, pid)
 	}
-	if _, err := e.run(ctx, d, "", "-d"); err != nil {
+	if err := e.launch(ctx, d); err != nil {
 		return 0, err
 	}
 	deadline := time.Now().Add(e.timeout())
@@ -166,6 +226,7 @@ func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 		if pid > 0 {
 			if err := Grant(d.Paths, d.UID, d.GID); err != nil {
 				e.Quit(context.WithoutCancel(ctx), d, time.Second)
+				e.Done(context.WithoutCancel(ctx), d)
 				return 0, err
 			}
 			return pid, nil

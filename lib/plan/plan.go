@@ -55,6 +55,13 @@ type Observed struct {
 	HasDesired bool
 	DesiredErr error
 	Required   bool
+	// OnConflict, when set, is asked about a job that wants another value
+	// than the one other jobs hold (others; held): it words the warning,
+	// and hold says whether the job holds the value kept, as the shared
+	// rule has it, or goes without the knob (mps: a daemon serves one
+	// user, and a job of another keeps none running). nil: the shared
+	// rule's own words, and the job holds the value kept.
+	OnConflict func(job string, wants, held knobval.Value, others []string) (warning string, hold bool)
 }
 
 // Change is one write the plan makes.
@@ -139,7 +146,14 @@ func ForJob(job string, obs []Observed, st NodeState) *Plan {
 		h := p.State.Holders[key]
 		if others := remove(h.Jobs, job); len(others) > 0 {
 			if h.Value != o.Desired {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: job %s asks for %q but jobs %v already hold %q; keeping %q", o.ID, job, o.Desired, others, h.Value, h.Value))
+				msg, hold := fmt.Sprintf("%s: job %s asks for %q but jobs %v already hold %q; keeping %q", o.ID, job, o.Desired, others, h.Value, h.Value), true
+				if o.OnConflict != nil {
+					msg, hold = o.OnConflict(job, o.Desired, h.Value, others)
+				}
+				p.Warnings = append(p.Warnings, msg)
+				if !hold {
+					continue
+				}
 			}
 			target, why = h.Value, "shared"
 		}

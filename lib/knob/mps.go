@@ -1,0 +1,333 @@
+package knob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"gpuprep/lib/mps"
+)
+
+// mps, one per GPU of the job (scope GPUScope(uuid)): an NVIDIA MPS control
+// daemon for the job's user on that GPU (issue 23). Its Value is the user
+// the gpuprep daemon of this GPU serves, "" for none; so the prolog's
+// journal, the count of jobs holding it, the drift check and the restore
+// treat it as any knob: jobs of one user share the daemon, the last one's
+// epilog (or a dead job's release) stops it, and a daemon that died under
+// a job reads "" where the job held its user: drift.
+//
+//	Read       the user of the live daemon found under <base>/<user>-<key>
+//	           (lib/mps: Daemons, Control.Alive; key = mps.Key([uuid]));
+//	           several joined by commas; no nvidia-cuda-mps-control on the
+//	           node is ErrUnsupported
+//	Desired    "true": the job's user (Env.User), once the GPU's compute
+//	           mode allows MPS (mps.Refuse: prohibited is refused);
+//	           "false": leave alone
+//	Apply(u)   stops the daemons of this GPU serving others, then makes
+//	           u's directories (mps.Create), starts the daemon (through
+//	           Env.MPS.Launcher: a systemd unit or a cgroup of its own)
+//	           and hands the pipe directory to u (mps.Grant)
+//	Apply("")  quit (bounded, then kill: Control.Quit), checks that no
+//	           daemon or server of the directory is left, ends the unit or
+//	           cgroup (Control.Done), removes the directories (mps.Remove)
+//
+// The compute mode is never changed here (gpu_compute_mode, ordered
+// before, does that). A job of another user on a GPU whose daemon serves
+// someone else runs without MPS and holds nothing (Conflict).
+type mpsKnob struct{ gpuKnob }
+
+// MPSEnv is how the mps knob runs its daemons.
+type MPSEnv struct {
+	// Base is the directory on this machine that holds the daemons'
+	// directories; "" is mps.DefaultBase under Env.Root.
+	Base string
+	// Control runs the daemons; nil is an mps.Exec of the
+	// nvidia-cuda-mps-control found under Env.Root (mps.Find), reading
+	// Env.Root's /proc, with Launcher and Log.
+	Control mps.Control
+	// Launcher starts a daemon outside the caller's cgroup (mps.Systemd,
+	// mps.Cgroupfs); nil runs it as the caller's child.
+	Launcher mps.Launcher
+	Log      *slog.Logger
+	// Wait bounds the wait for a daemon to quit before what is left is
+	// killed; 0 is mpsQuitWait.
+	Wait time.Duration
+}
+
+// mpsQuitWait is the default wait for a daemon to quit; mpsApplyTimeout
+// bounds one Apply (a start, or the quit of each daemon of the GPU).
+const (
+	mpsQuitWait     = 10 * time.Second
+	mpsApplyTimeout = 60 * time.Second
+)
+
+// WithoutMPS is in the warning of a job that runs without MPS because the
+// GPU's daemon serves another user: lib/hook passes such warnings on to
+// the job's user.
+const WithoutMPS = "runs without MPS"
+
+func init() {
+	register(Def{
+		Name: "mps", Order: 1100, Scope: ScopeGPU,
+		Example:    `true`,
+		Doc:        "an NVIDIA MPS control daemon for the job's user on each of its GPUs (nvidia-cuda-mps-control; CUDA_MPS_PIPE_DIRECTORY=" + mps.DefaultBase + "/<user>-<key>/pipe); true, false = leave alone",
+		Decode:     decodeBool,
+		LeaveAlone: "false",
+		gpu:        func(b gpuKnob) Knob { return &mpsKnob{b} },
+	})
+}
+
+// decodeBool accepts true or false, as "true" or "false".
+func decodeBool(raw any) (string, error) {
+	b, ok := raw.(bool)
+	if !ok {
+		return "", errType("true or false")
+	}
+	return strconv.FormatBool(b), nil
+}
+
+func (k *mpsKnob) uuid() string {
+	u, _ := strings.CutPrefix(k.id.Scope, "gpu:")
+	return u
+}
+
+func (k *mpsKnob) key() (string, error) { return mps.Key([]string{k.uuid()}) }
+
+func (k *mpsKnob) base() string {
+	if k.env.MPS.Base != "" {
+		return k.env.MPS.Base
+	}
+	return k.env.Root.Path(mps.DefaultBase)
+}
+
+// control is Env.MPS.Control, or an mps.Exec of the node's program; no
+// program is ErrUnsupported.
+func (k *mpsKnob) control() (mps.Control, error) {
+	if k.env == nil {
+		return nil, fmt.Errorf("%s: no job: %w", k.id, ErrUnsupported)
+	}
+	if k.env.MPS.Control != nil {
+		return k.env.MPS.Control, nil
+	}
+	bin, err := mps.Find(k.env.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", k.id, ErrUnsupported, err)
+	}
+	return &mps.Exec{Bin: bin, Proc: k.env.Root, Launcher: k.env.MPS.Launcher, Log: k.env.MPS.Log}, nil
+}
+
+func (k *mpsKnob) daemon(p mps.Paths) mps.Daemon {
+	return mps.Daemon{UUIDs: []string{k.uuid()}, Paths: p}
+}
+
+// Read returns the users whose daemon runs for this GPU, "" for none.
+func (k *mpsKnob) Read() (Value, error) {
+	ctl, err := k.control()
+	if err != nil {
+		return "", err
+	}
+	key, err := k.key()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	owned, err := mps.Daemons(k.base(), key)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	var users []string
+	for _, o := range owned {
+		pid, err := ctl.Alive(k.daemon(o.Paths))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", k.id, err)
+		}
+		if pid > 0 {
+			users = append(users, o.User)
+		}
+	}
+	return Value(strings.Join(users, ",")), nil
+}
+
+// Desired turns "true" into the job's user, once the GPU's compute mode
+// is one MPS works in; "false" is leave alone. With no job (GPUKnobs:
+// --check-config) or no user (SLURM_JOB_USER unset) only the compute mode
+// is checked, and the value is Unknown, which Apply refuses.
+func (k *mpsKnob) Desired(setting string) (Value, error) {
+	switch strings.ToLower(strings.TrimSpace(setting)) {
+	case "true", "on", "1":
+	case "false", "off", "0":
+		return "", fmt.Errorf("%s: %w", k.id, ErrLeaveAlone)
+	default:
+		return "", fmt.Errorf("%s: %q is not true or false", k.id, clip(setting))
+	}
+	if err := k.refuse(); err != nil {
+		return "", err
+	}
+	if k.env == nil || k.env.User == "" {
+		return Unknown, nil // no job, or its user unknown: Apply refuses
+	}
+	u := k.env.User
+	key, err := k.key()
+	if err == nil {
+		_, err = mps.Dirs(k.base(), u, key)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	return Value(u), nil
+}
+
+// refuse reads the GPU's compute mode and says why MPS cannot run in it
+// (mps.Refuse); a backend that cannot read the mode is not refused.
+func (k *mpsKnob) refuse() error {
+	s, err := k.settings("compute_mode")
+	if errors.Is(err, ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := mps.Refuse(string(s.ComputeMode)); err != nil {
+		return fmt.Errorf("%s: GPU %d: %w", k.id, k.index, err)
+	}
+	return nil
+}
+
+// Apply makes v the user served by this GPU's only daemon ("" none).
+func (k *mpsKnob) Apply(v Value) error {
+	if v == Unknown {
+		return fmt.Errorf("%s: the job's user is not known (SLURM_JOB_USER): an MPS daemon serves one user", k.id)
+	}
+	if strings.Contains(string(v), ",") {
+		return fmt.Errorf("%s: cannot start a daemon for %q: one user's name wanted", k.id, v)
+	}
+	ctl, err := k.control()
+	if err != nil {
+		return err
+	}
+	key, err := k.key()
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), mpsApplyTimeout)
+	defer cancel()
+	owned, err := mps.Daemons(k.base(), key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	want := string(v)
+	for _, o := range owned {
+		if o.User == want {
+			continue
+		}
+		if err := k.down(ctx, ctl, o.Paths); err != nil {
+			return err
+		}
+	}
+	if want != "" {
+		if err := k.up(ctx, ctl, key, want); err != nil {
+			return err
+		}
+	}
+	return k.verify(v, k.Read)
+}
+
+// up starts user's daemon unless it runs; what a dead one left (its
+// directories, servers) goes first.
+func (k *mpsKnob) up(ctx context.Context, ctl mps.Control, key, user string) error {
+	if err := k.refuse(); err != nil {
+		return err
+	}
+	p, err := mps.Dirs(k.base(), user, key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	d := k.daemon(p)
+	if pid, err := ctl.Alive(d); err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	} else if pid > 0 {
+		return nil
+	}
+	if _, err := os.Lstat(p.Dir); err == nil { // a dead daemon's
+		if err := k.down(ctx, ctl, p); err != nil {
+			return err
+		}
+	}
+	if d.UID, d.GID, err = k.owner(user); err != nil {
+		return err
+	}
+	if err := mps.Create(p, d.UID); err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if _, err := ctl.Start(ctx, d); err != nil {
+		ctl.Done(context.WithoutCancel(ctx), d)
+		mps.Remove(p)
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	return nil
+}
+
+// down stops the daemon of p and its servers (quit, a bounded wait, then
+// kill), checks nothing of them is left, ends its unit or cgroup and
+// removes its directories.
+func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error {
+	d := k.daemon(p)
+	wait := k.env.MPS.Wait
+	if wait <= 0 {
+		wait = mpsQuitWait
+	}
+	st, err := ctl.Quit(ctx, d, wait)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if len(st.Killed) > 0 && k.env.MPS.Log != nil {
+		k.env.MPS.Log.Warn("MPS processes killed: they did not quit in time", "knob", k.id.String(), "pids", st.Killed, "wait", wait)
+	}
+	left, err := ctl.Left(d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%s: MPS processes %v of %s still run after quit and kill", k.id, left, p.Pipe)
+	}
+	if err := ctl.Done(ctx, d); err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if err := mps.Remove(p); err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	return nil
+}
+
+// owner is the uid and gid of user: the job's (Env) when it is the job's
+// user, else the system's user database.
+func (k *mpsKnob) owner(name string) (int, int, error) {
+	if name == k.env.User && k.env.UID >= 0 && k.env.GID >= 0 {
+		return k.env.UID, k.env.GID, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: user %q: %w", k.id, name, err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("%s: user %q: uid %q, gid %q", k.id, name, u.Uid, u.Gid)
+	}
+	return uid, gid, nil
+}
+
+// Conflict words the warning for job, whose user (wants) finds this GPU's
+// daemon serving another (held, for the jobs others): the job runs without
+// MPS, and holds nothing, so that it never keeps another user's daemon
+// (and its server, the one context an exclusive_process GPU allows)
+// running once that user's jobs are over.
+func (k *mpsKnob) Conflict(job string, wants, held Value, others []string) (string, bool) {
+	return fmt.Sprintf("GPU %s: the MPS daemon serves %s (jobs %v); job %s (%s) %s: an MPS server serves one user at a time",
+		k.uuid(), held, others, job, wants, WithoutMPS), false
+}
