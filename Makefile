@@ -143,6 +143,7 @@ install: $(BINS) man
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/gpuprep $(DESTDIR)/etc/tmpfiles.d $(DESTDIR)$(DOCDIR)/examples
 	install -m 0755 bin/gpuprep-prolog bin/gpuprep-epilog bin/gpuprep-gres bin/gpuprep-health $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0755 bin/srunwrap $(DESTDIR)$(PREFIX)/bin/
+	install -D -m 0755 packaging/irqbalance-policy $(DESTDIR)$(PREFIX)/lib/gpuprep/irqbalance-policy
 	install -m 0644 examples/gpuprep.toml $(DESTDIR)/etc/gpuprep/gpuprep.toml.example
 	install -m 0644 examples/tmpfiles.d/gpuprep.conf $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
@@ -150,7 +151,8 @@ install: $(BINS) man
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/sbin/,gpuprep-prolog gpuprep-epilog gpuprep-gres gpuprep-health) $(DESTDIR)$(PREFIX)/bin/srunwrap
-	rm -f $(DESTDIR)/etc/gpuprep/gpuprep.toml.example $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
+	rm -f $(DESTDIR)/etc/gpuprep/gpuprep.toml.example $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf $(DESTDIR)$(PREFIX)/lib/gpuprep/irqbalance-policy
+	-rmdir $(DESTDIR)$(PREFIX)/lib/gpuprep 2>/dev/null
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/,$(MANPAGES))
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) $(DESTDIR)/etc/gpuprep 2>/dev/null

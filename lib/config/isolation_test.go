@@ -22,7 +22,7 @@ func TestIsolationSection(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"[isolation]\nexclude = [\"ok.service\",\n  \"a/b\"]\n", `g.toml:2: isolation.exclude: "a/b" is not a unit name or pattern`},
 		{"[isolation]\nexclude = [\"[x\"]\n", `g.toml:2: isolation.exclude: "[x" is not a unit name`},
-		{"[isolation]\nirqs = true\n", "g.toml:2: isolation.irqs = true: moving IRQs to the housekeeping CPUs is not implemented yet"},
+		{"[isolation]\nirqs = true\n", "g.toml:2: isolation.irqs = true: interrupts are placed by the profile knob irq_affinity = true (shared by the jobs on the node, with housekeeping_cpus from the same profile); remove irqs from [isolation]"},
 		{"[isolation]\nexclude = \"munge.service\"\n", "g.toml:2: isolation.exclude"},
 		{"[isolation]\nexcludes = []\n", `g.toml:2: unknown key "isolation.excludes" (did you mean "isolation.exclude"?)`},
 		{"[profiles.default]\nhousekeeping_cpus = \"0-a\"\n", "g.toml:2: profiles.default.housekeeping_cpus"},

@@ -106,8 +106,9 @@ type IsolationSection struct {
 	// CPUs: unit names or path.Match patterns ("munge.service",
 	// "docker-*.scope"). slurmd and Slurm's job cgroups never are.
 	Exclude []string `toml:"exclude"`
-	// IRQs would also move interrupts that are no GPU's or NIC's to the
-	// housekeeping CPUs. Not implemented yet: true is refused.
+	// IRQs is refused when true: the profile knob irq_affinity places
+	// interrupts (a key of earlier releases, documented as not
+	// implemented).
 	IRQs bool `toml:"irqs"`
 }
 

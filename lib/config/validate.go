@@ -202,7 +202,7 @@ func checkIsolation(s *IsolationSection, ps *problems) {
 	}
 	if s.IRQs {
 		key := []string{"isolation", "irqs"}
-		ps.add(key, "%s = true: moving IRQs to the housekeeping CPUs is not implemented yet", formatKey(key))
+		ps.add(key, "%s = true: interrupts are placed by the profile knob irq_affinity = true (shared by the jobs on the node, with housekeeping_cpus from the same profile); remove irqs from [isolation]", formatKey(key))
 	}
 }
 

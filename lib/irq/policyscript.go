@@ -62,7 +62,7 @@ func PolicyScript(list string, inDir bool) string {
 # irqbalance --policyscript written by gpuprep. irqbalance runs it once for
 # each IRQ as "<script> <sysfs device path> <irq>" and reads key=value
 # lines from its output: ban=true leaves that IRQ's affinity alone.
-# gpuprep lists the IRQs it placed, one number a line, in this file:
+# gpuprep lists the IRQs it placed, one a line, its number first, in:
 list=` + shellQuote(list) + `
 [ -n "$2" ] || exit ` + noPolicy + `
 if [ -r "$list" ]; then

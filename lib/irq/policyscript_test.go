@@ -119,3 +119,20 @@ func TestPlacedRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestPackagedPolicyScript: the script the packages install at
+// PolicyScriptPath is PolicyScript(PlacedPath, false), byte for byte, and
+// executable. Regenerate it with the text this test prints.
+func TestPackagedPolicyScript(t *testing.T) {
+	const packaged = "../../packaging/irqbalance-policy"
+	b, err := os.ReadFile(packaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := PolicyScript(PlacedPath, false); string(b) != want {
+		t.Errorf("%s differs from PolicyScript(PlacedPath, false); it should read:\n%s", packaged, want)
+	}
+	if fi, err := os.Stat(packaged); err != nil || fi.Mode().Perm()&0o111 != 0o111 {
+		t.Errorf("%s: not executable by all (irqbalance's sandboxed unit runs it as another user): %v", packaged, err)
+	}
+}

@@ -21,9 +21,6 @@ type Options struct {
 	// Exclude names units (cgroup folder names, path.Match patterns such
 	// as "munge.service" or "docker-*.scope") that are never confined.
 	Exclude []string
-	// IRQs also moves interrupts that are not a GPU's or a NIC's to the
-	// housekeeping CPUs. Not implemented yet: Read and Apply ignore it.
-	IRQs bool
 	// Writer changes the cgroups (lib/isolate/cgwriter's); Apply fails
 	// without one. Reading needs none.
 	Writer Writer

@@ -227,6 +227,13 @@ func addIrqbalance(t *testing.T, r host.Root, args ...string) {
 		t.Fatal(err)
 	}
 	set(t, r, "/proc/900/comm", "irqbalance\n")
+	for _, d := range []string{"/usr/lib/gpuprep", "/etc"} {
+		if err := os.MkdirAll(r.Path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(t, r, irq.PolicyScriptPath, irq.PolicyScript(irq.PlacedPath, false))
+	set(t, r, "/etc/irqbalance-other", "#!/bin/sh\necho ban=false\n")
 	set(t, r, "/proc/900/cmdline", strings.Join(append([]string{"/usr/sbin/irqbalance"}, args...), "\x00")+"\x00")
 }
 
@@ -263,10 +270,11 @@ func TestIRQAffinityIrqbalance(t *testing.T) {
 // how to start it.
 func TestIRQAffinityIrqbalanceUnaware(t *testing.T) {
 	k, r := irqKnob(t)
-	addIrqbalance(t, r, "--foreground")
+	addIrqbalance(t, r, "--foreground", "-l", "/etc/irqbalance-other")
 	k.signal = func(int) error { t.Error("SIGHUP sent"); return nil }
 	err := k.Apply(mustDesired(t, k, "on"))
-	if !errors.Is(err, ErrIrqbalanceUnaware) || !strings.Contains(err.Error(), "--policyscript="+irq.PolicyScriptPath) || !strings.Contains(err.Error(), "pid 900") {
+	if !errors.Is(err, ErrIrqbalanceUnaware) || !strings.Contains(err.Error(), "--policyscript="+irq.PolicyScriptPath) ||
+		!strings.Contains(err.Error(), "pid 900, --policyscript=/etc/irqbalance-other") {
 		t.Errorf("Apply: %v", err)
 	}
 	if got := affinity(t, r, 60); got != "0-223" {

@@ -156,24 +156,27 @@ func (k *irqAffinityKnob) restore(ps []irq.Placed, balanced bool) error {
 	return nil
 }
 
-// bansPlaced says whether irqbalance's --policyscript is gpuprep's: the
-// installed script, or a folder holding it (irqbalance then runs each).
+// bansPlaced says whether irqbalance's --policyscript is gpuprep's: a file
+// holding the script (PolicyScriptPath where the packages install it;
+// make install's PREFIX may put it elsewhere), or a folder of scripts
+// holding its folder form (irqbalance then runs each in turn).
 func (k *irqAffinityKnob) bansPlaced(b irq.Irqbalance) bool {
 	if b.PolicyScript == "" {
 		return false
 	}
-	if path.Clean(b.PolicyScript) == irq.PolicyScriptPath {
+	is := func(p string, inDir bool) bool {
+		s, err := k.root.ReadString(p)
+		return err == nil && s == strings.TrimSpace(irq.PolicyScript(irq.PlacedPath, inDir))
+	}
+	if is(b.PolicyScript, false) {
 		return true
 	}
-	// A folder of scripts: one of them must be gpuprep's, the folder
-	// form (irq.PolicyScript(..., true)).
 	names, err := k.root.ReadDir(b.PolicyScript)
 	if err != nil {
 		return false
 	}
 	for _, n := range names {
-		s, err := k.root.ReadString(path.Join(b.PolicyScript, n))
-		if err == nil && strings.TrimSpace(s) == strings.TrimSpace(irq.PolicyScript(irq.PlacedPath, true)) {
+		if is(path.Join(b.PolicyScript, n), true) {
 			return true
 		}
 	}

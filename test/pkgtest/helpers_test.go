@@ -160,6 +160,7 @@ var packagedFiles = map[string]os.FileMode{
 	"/etc/gpuprep/gpuprep.toml":                           0o644,
 	"/etc/logrotate.d/gpuprep":                            0o644,
 	"/usr/lib/tmpfiles.d/gpuprep.conf":                    0o644,
+	"/usr/lib/gpuprep/irqbalance-policy":                  0o755,
 	"/usr/share/man/man1/srunwrap.1.gz":                   0o644,
 	"/usr/share/man/man5/gpuprep.toml.5.gz":               0o644,
 	"/usr/share/man/man8/gpuprep-prolog.8.gz":             0o644,
