@@ -26,6 +26,8 @@ type GresInput struct {
 	GresConf string
 	// SlurmdParameters for slurm.conf, "" for none.
 	SlurmdParameters string
+	// GresTypes for slurm.conf, "" for "gpu" ("gpu,mps" for Name=mps).
+	GresTypes string
 }
 
 // Gres is one GRES record as slurmd read it: a "Gres Name=..." line of
@@ -60,7 +62,7 @@ type GresView struct {
 
 // SlurmdGres runs slurmd (this machine's, or $GPUPREP_ORACLE_ROOT's) on
 // in.Root with in.GresConf as its gres.conf and a slurm.conf holding
-// GresTypes=gpu and in.NodeLine: `slurmd -D -G -vv -f CONF -N NODE` in a
+// GresTypes= (in.GresTypes, else gpu) and in.NodeLine: `slurmd -D -G -vv -f CONF -N NODE` in a
 // temporary directory (see runSlurmdG), and returns the GRES it prints.
 // The device files gres.conf names (/dev/nvidia<N>, /dev/nvidia-caps/
 // nvidia-cap<N>; slurmd stats each) are made with mknod under that
@@ -94,7 +96,11 @@ func slurmdGres(in GresInput) (GresView, error) {
 		return GresView{}, err
 	}
 	// slurmd reads gres.conf from slurm.conf's folder.
-	conf := oracleConf(work, in.SlurmdParameters, []string{"GresTypes=gpu"}, line)
+	types := in.GresTypes
+	if types == "" {
+		types = "gpu"
+	}
+	conf := oracleConf(work, in.SlurmdParameters, []string{"GresTypes=" + types}, line)
 	out, runErr := runSlurmdG(hwlocEnv(in.Root), dir, conf, node)
 	out = strings.ReplaceAll(out, work+"/dev/", "/dev/")
 	if err := fatalLine(out); err != nil {

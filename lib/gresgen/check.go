@@ -24,11 +24,13 @@ func (d Difference) String() string {
 
 // Check compares the GPU records gres.conf gives this node with the generated
 // ones, matching records by device file, and says each difference in plain
-// words. Non-GPU records (other Name=) are ignored. The slurm.conf read for
+// words. Name=mps records are checked where [gres] mps_gpus marks GPUs
+// (checkMPS); other Name= records are ignored. The slurm.conf read for
 // Options.Slurmd is checked too: its NodeName= line for this node against
 // the counts slurmd will register (checkNodeLine).
 func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []Difference {
-	return append(checkGres(node, want, conf, opt), checkNodeLine(want, opt)...)
+	diffs := append(checkGres(node, want, conf, opt), checkMPS(want, conf, opt)...)
+	return append(diffs, checkNodeLine(want, opt)...)
 }
 
 // checkGres is Check's gres.conf part.

@@ -17,6 +17,7 @@ func OptionsFromConfig(cfg *config.Config, numaFlag config.Tristate, nodeName st
 	if cfg != nil {
 		opt.Name = cfg.Gres.Name
 		opt.TypeNames = cfg.Gres.TypeNames
+		opt.MPSGPUs, opt.MPSCount = cfg.Gres.MPSGPUs, cfg.Gres.MPSCount
 		if cfg.Gres.NUMAAsSocket != "" {
 			mode, by = cfg.Gres.NUMAAsSocket, "[gres] numa_as_socket = "+string(cfg.Gres.NUMAAsSocket)
 		}

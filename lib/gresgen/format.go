@@ -14,12 +14,12 @@ import (
 
 // SlurmDevices converts the records to lib/slurm's gres.conf model.
 func (r *Result) SlurmDevices() []slurm.GresDevice {
-	out := make([]slurm.GresDevice, len(r.Devices))
-	for i, d := range r.Devices {
-		out[i] = slurm.GresDevice{
+	out := make([]slurm.GresDevice, 0, len(r.Devices)+len(r.MPS))
+	for _, d := range append(r.Devices[:len(r.Devices):len(r.Devices)], r.MPS...) {
+		out = append(out, slurm.GresDevice{
 			Name: d.Name, Type: d.Type, File: d.File, MultipleFiles: d.MultipleFiles,
-			Cores: d.Cores, HasCores: !d.Cores.IsEmpty(), Links: d.Links, Count: 1,
-		}
+			Cores: d.Cores, HasCores: !d.Cores.IsEmpty(), Links: d.Links, Count: max(d.Count, 1),
+		})
 	}
 	return out
 }
@@ -39,6 +39,9 @@ func WriteGres(w io.Writer, node *topo.Node, r *Result, generator string) error 
 	if r.SlurmdParameter != "" && !r.SlurmConfAgrees {
 		header = append(header, "slurm.conf needs SlurmdParameters="+r.SlurmdParameter+" for this node")
 	}
+	if len(r.MPS) > 0 {
+		header = append(header, r.mpsNote())
+	}
 	for _, wn := range r.Warnings {
 		header = append(header, "warning: "+wn.String())
 	}
@@ -54,6 +57,11 @@ func WriteGres(w io.Writer, node *topo.Node, r *Result, generator string) error 
 func WriteNodeLine(w io.Writer, r *Result) error {
 	if r.SlurmdParameter != "" && !r.SlurmConfAgrees {
 		if _, err := fmt.Fprintf(w, "# needs SlurmdParameters=%s in slurm.conf\n", r.SlurmdParameter); err != nil {
+			return err
+		}
+	}
+	if len(r.MPS) > 0 {
+		if _, err := fmt.Fprintln(w, "# "+r.mpsNote()); err != nil {
 			return err
 		}
 	}

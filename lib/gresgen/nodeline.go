@@ -9,8 +9,9 @@ import (
 
 // nodeLine builds the slurm.conf node line: the counts slurmd will register
 // (CPUs, ThreadsPerCore, RealMemory, and sockets as many as given, each of
-// CoresPerSocket cores) and Gres= from the generated records.
-func nodeLine(node *topo.Node, devs []Device, opt Options, sockets int) NodeLine {
+// CoresPerSocket cores) and Gres= from the generated records: the GPU
+// records by type, then mps:<total> for the Name=mps records.
+func nodeLine(node *topo.Node, devs, mps []Device, opt Options, sockets int) NodeLine {
 	nl := NodeLine{
 		NodeName:       opt.NodeName,
 		CPUs:           len(node.CPUs),
@@ -39,6 +40,9 @@ func nodeLine(node *topo.Node, devs []Device, opt Options, sockets int) NodeLine
 	for _, t := range order {
 		nl.Gres = append(nl.Gres, GresCount{Name: name, Type: t, Count: counts[t]})
 	}
+	if total := mpsTotal(mps); total > 0 {
+		nl.Gres = append(nl.Gres, GresCount{Name: mpsName, Count: int(total)})
+	}
 	return nl
 }
 
@@ -51,6 +55,9 @@ func (nl NodeLine) String() string {
 		parts := make([]string, len(nl.Gres))
 		for i, g := range nl.Gres {
 			parts[i] = fmt.Sprintf("%s:%s:%d", g.Name, g.Type, g.Count)
+			if g.Type == "" {
+				parts[i] = fmt.Sprintf("%s:%d", g.Name, g.Count)
+			}
 		}
 		b.WriteString(" Gres=" + strings.Join(parts, ","))
 	}

@@ -92,10 +92,11 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 		})
 	}
 	res.Warnings = append(res.Warnings, alignmentWarnings(node, gpus, view, sockets, opt)...)
-	res.Node = nodeLine(node, res.Devices, opt, len(sockets))
+	res.MPS, res.Warnings = planMPS(gpus, opt, res.Warnings)
+	res.Node = nodeLine(node, res.Devices, res.MPS, opt, len(sockets))
 	res.registered = res.Node
 	if opt.Slurmd != nil && opt.Slurmd.Sockets != "" && opt.Slurmd.Sockets != view {
-		res.registered = nodeLine(node, res.Devices, opt, len(socketSets(node, opt.Slurmd.Sockets)))
+		res.registered = nodeLine(node, res.Devices, res.MPS, opt, len(socketSets(node, opt.Slurmd.Sockets)))
 	}
 	res.Warnings = append(res.Warnings, res.describeSockets(node, view, sockets, opt)...)
 	if opt.Housekeeping != "" {

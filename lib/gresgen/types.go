@@ -7,6 +7,7 @@ package gresgen
 import (
 	"strings"
 
+	"gpuprep/lib/config"
 	"gpuprep/lib/cpuset"
 )
 
@@ -39,6 +40,11 @@ type Options struct {
 	// isolate.Spec): the node line then holds CpuSpecList= for those CPUs,
 	// so that Slurm keeps job tasks off them. "" for none.
 	Housekeeping string
+	// MPSGPUs are the GPUs that get a Name=mps record ([gres] mps_gpus),
+	// each with Count=MPSCount (0: config.DefaultMPSCount); nil or
+	// "none" for none.
+	MPSGPUs  config.GPUSelection
+	MPSCount int
 }
 
 // Device is one gres.conf record: a whole GPU or a MIG device.
@@ -57,6 +63,9 @@ type Device struct {
 	GPUIndex int    `json:"gpu_index"` // NVML index of the (parent) GPU
 	BusID    string `json:"bus_id"`
 	MIG      string `json:"mig,omitempty"` // "gi1/ci0" for a MIG device
+	// Count is a Name=mps record's Count= (its GPU's share units); 0
+	// for a GPU or MIG device record (one device).
+	Count uint64 `json:"count,omitempty"`
 }
 
 // Files are the device files the record covers.
@@ -109,7 +118,10 @@ func (w Warning) String() string {
 
 // Result is the generated configuration.
 type Result struct {
-	Devices  []Device  `json:"devices"`
+	Devices []Device `json:"devices"`
+	// MPS are the Name=mps records (mps.go): one per whole GPU that
+	// [gres] mps_gpus marks, after the GPU records in gres.conf.
+	MPS      []Device  `json:"mps,omitempty"`
 	Node     NodeLine  `json:"node"`
 	Warnings []Warning `json:"warnings,omitempty"`
 	// SocketsAs is what the node line counts as sockets, and SocketsNote
