@@ -124,7 +124,31 @@ default_profile = "isolated"
 inherits = "default"
 # Host services on one whole core (both SMT threads) per NUMA node.
 housekeeping_cpus = {cores_per_numa = 1}
+# Device interrupts on their NUMA node's housekeeping core; others off the
+# jobs' cores.
+irq_affinity = true
 TOML
+# The simulated node's interrupts (the capture has none): two MSI-X vectors
+# for each GPU and HCA (numbered from 100), a serial port (4) and a NIC
+# queue (30) on every CPU, and an NVMe queue (40) the kernel manages
+# (read-only smp_affinity_list, as Linux 6.12+ shows it).
+mkirqs() {
+  local n=100 d v c i row cpus irqs=(4 30 40)
+  for d in "$root"/sys/bus/pci/devices/*; do
+    v=$(cat "$d/vendor"); c=$(cat "$d/class")
+    case "$v:$c" in 0x10de:0x0302* | 0x15b3:0x0207*) ;; *) continue ;; esac
+    mkdir -p "$d/msi_irqs"
+    for i in 1 2; do echo msix >"$d/msi_irqs/$n"; irqs+=("$n"); n=$((n + 1)); done
+  done
+  cpus=$(cat "$root/sys/devices/system/cpu/online")
+  row=$(printf ' %10d' $(seq 0 223))
+  { printf '     '; printf ' %10s' $(seq -f 'CPU%g' 0 223); echo
+    for i in "${irqs[@]}"; do printf '%4d:%s  IR-PCI-MSIX  %d-edge  irq%d\n' "$i" "${row//[0-9]/0}" "$i" "$i"; done
+  } >"$root/proc/interrupts"
+  for i in "${irqs[@]}"; do mkdir -p "$root/proc/irq/$i"; echo "$cpus" >"$root/proc/irq/$i/smp_affinity_list"; done
+  chmod 0444 "$root/proc/irq/40/smp_affinity_list"
+}
+mkirqs
 # The simulated node's cgroup v2 tree as systemd lays it out: host services
 # in system.slice beside Slurm's slurmstepd.scope, user.slice, init.scope.
 cg="$root/sys/fs/cgroup"
@@ -167,6 +191,8 @@ echo "cpu0 governor before: $(cat "$gov")"
 "$bin"/gpuprep-prolog "${hook[@]}"
 echo "cpu0 governor now:    $(cat "$gov")"
 echo "cron.service cpuset.cpus: $(cat "$cg/system.slice/cron.service/cpuset.cpus"); the job's cgroup: untouched"
+echo "IRQ 100 (GPU 0000:18:00.0, NUMA node 0): $(cat "$root/proc/irq/100/smp_affinity_list"); IRQ 4 (serial): $(cat "$root/proc/irq/4/smp_affinity_list"); IRQ 40 (NVMe, kernel-managed): $(cat "$root/proc/irq/40/smp_affinity_list")"
+echo "$(grep -vc '^#' "$root/run/gpuprep/irq-placed") IRQs placed, listed in /run/gpuprep/irq-placed (irqbalance's policy script bans these)"
 
 step "The prolog also wrote the node description srunwrap reads: one small file, no sysfs walk and no NVML per rank" \
   "ls -l /run/gpuprep/node-description; head /run/gpuprep/node-description"
@@ -186,15 +212,17 @@ SLURM_STEP_ID=0 SLURM_PROCID=1 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_NTASKS=2 SLU
   "$bin"/srunwrap --root "$root" -v -- sh -c 'grep -E "Cpus_allowed_list|Mems_allowed_list" /proc/self/status; env | grep -E "^(CUDA|NCCL)" | sort'
 echo "(this machine's real CPUs stand in for the simulated node's: the rank got its share of NUMA node 0's CPUs that exist here)"
 
-step "During the job something turns NUMA balancing back on, and a backup service starts on every CPU" \
-  "echo 1 > /proc/sys/kernel/numa_balancing; systemctl start backup.service"
+step "During the job something turns NUMA balancing back on, a backup service starts on every CPU, and an irqbalance without gpuprep's policy script moves a GPU's interrupt" \
+  "echo 1 > /proc/sys/kernel/numa_balancing; systemctl start backup.service; echo 0-223 > /proc/irq/101/smp_affinity_list"
 echo 1 > "$root/proc/sys/kernel/numa_balancing"
 mkcg system.slice/backup.service
+echo 0-223 > "$root/proc/irq/101/smp_affinity_list"
 
 step "Job 4242 ends: the epilog records the drift and restores the baseline" "gpuprep-epilog"
 "$bin"/gpuprep-epilog "${hook[@]}"
 echo "cpu0 governor after:  $(cat "$gov")"
 echo "cron.service cpuset.cpus after: '$(cat "$cg/system.slice/cron.service/cpuset.cpus")' (every CPU again)"
+echo "IRQ 100 after: $(cat "$root/proc/irq/100/smp_affinity_list"); /run/gpuprep/irq-placed: $([ -e "$root/run/gpuprep/irq-placed" ] && echo left || echo removed)"
 
 step "Job 4243 (sbatch --comment gpuprep=turbo, a profile this site does not have) starts on GPU 2" \
   "gpuprep-prolog (job 4243)"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/topo"
@@ -15,7 +16,8 @@ const infinibandDir = "/sys/class/infiniband"
 
 // PlacedDevices lists the PCI functions whose IRQs gpuprep places on
 // their NUMA node, sorted by bus id: every NVIDIA GPU on the bus
-// (topo.NVIDIAGPUsOnBus) and every HCA (/sys/class/infiniband/<dev>/device).
+// (topo.NVIDIAGPUsOnBus) and every HCA (/sys/class/infiniband/<dev>, a link
+// to <PCI function>/infiniband/<dev>).
 // All of the node's, not only the job's: another job's GPU wants the same
 // placement, so the placement does not depend on which jobs hold it.
 func PlacedDevices(r host.Root) ([]string, error) {
@@ -25,11 +27,12 @@ func PlacedDevices(r host.Root) ([]string, error) {
 	}
 	hcas, _ := r.ReadDir(infinibandDir) // none: no HCA
 	for _, name := range hcas {
-		dev, err := r.Resolve(infinibandDir + "/" + name + "/device")
+		dev, err := r.Resolve(infinibandDir + "/" + name)
 		if err != nil {
-			continue // a software RDMA device (rxe, siw) has no PCI function
+			continue
 		}
-		if id := path.Base(dev); checkBusID(id) == nil {
+		// A software RDMA device (rxe, siw) sits under /sys/devices/virtual.
+		if id := path.Base(path.Dir(path.Dir(dev))); checkBusID(id) == nil && strings.Contains(id, ":") {
 			ids = append(ids, id)
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/host"
 )
 
@@ -194,4 +196,22 @@ func twoSocket(t testing.TB) *node {
 	n.device(fixDev{bdf: hca1, numa: 1, local: "8-15", msi: []int{50, 51, 52, 53, 54}})
 	n.device(fixDev{bdf: nvme, numa: 0, local: "0-7", msi: []int{30, 31, 32}})
 	return n
+}
+
+// TestPlacedDevicesDGX: on the dgxh100 capture, the eight GPUs and the
+// HCAs /sys/class/infiniband links to (through <bdf>/infiniband/<dev>).
+func TestPlacedDevicesDGX(t *testing.T) {
+	r := host.NewRoot(testroot.Shared(t, "dgxh100"))
+	ids, err := PlacedDevices(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0000:18:00.0", "0000:db:00.0", "0000:19:00.0"} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("PlacedDevices = %v, missing %s", ids, want)
+		}
+	}
+	if slices.Contains(ids, "0000:00:01.0") {
+		t.Errorf("PlacedDevices = %v: a bridge is no GPU or HCA", ids)
+	}
 }

@@ -75,12 +75,16 @@ func addIRQs(t testing.TB, r host.Root) {
 			t.Fatal(err)
 		}
 	}
-	// The HCA as /sys/class/infiniband lists it.
-	ib := r.Path("/sys/class/infiniband/mlx5_0")
-	if err := os.MkdirAll(ib, 0o755); err != nil {
+	// The HCA as /sys/class/infiniband lists it: a link to the device's
+	// folder under its PCI function.
+	ib := "/sys/bus/pci/devices/" + f.hca + "/infiniband/mlx5_0"
+	if err := os.MkdirAll(r.Path(ib), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/sys/bus/pci/devices/"+f.hca, ib+"/device"); err != nil {
+	if err := os.MkdirAll(r.Path("/sys/class/infiniband"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ib, r.Path("/sys/class/infiniband/mlx5_0")); err != nil {
 		t.Fatal(err)
 	}
 }
