@@ -4,8 +4,9 @@
 # The image is a Debian 12 (bookworm) root filesystem with systemd as PID 1,
 # cgroup v2, munge and Debian's Slurm 22.05 (slurmctld and slurmd on the node
 # itself, set up as a modern GPU node: see files/rootfs/etc/slurm), OpenSSH,
-# hwloc, python3 and a user alice (uid 1000). It boots under qemu (TCG) with
-# two sockets and two NUMA nodes: see vm.sh.
+# hwloc, python3, irqbalance (masked: a scenario starts it) and a user alice
+# (uid 1000). It boots under qemu (TCG) with two sockets and two NUMA nodes:
+# see vm.sh.
 #
 # Usage (as root on a Debian 12 machine): test/vm/build-image.sh
 # Prints progress on stderr and, as its last stdout line, the image folder:
@@ -57,6 +58,7 @@ packages=(
 	openssh-server iproute2 procps util-linux less jq
 	munge slurmd slurmctld slurm-client
 	hwloc python3 busybox-static
+	irqbalance
 )
 # sid: initramfs-tools no longer pulls in cpio, which makes the VM's initramfs below. #release
 [ "$suite" != sid ] || packages+=(cpio) #release
@@ -230,6 +232,10 @@ install -d -m 0755 "$root/var/lib/slurm/slurmd" "$root/var/lib/slurm/slurmctld"
 in_root chown slurm:slurm /var/lib/slurm/slurmctld
 
 in_root systemctl enable gpuprep-vm-net ssh munge slurmctld slurmd
+# irqbalance runs only where a scenario starts it (irq_test.go, as a transient
+# unit): started at boot it would move every IRQ under the other scenarios.
+in_root systemctl disable irqbalance.service
+in_root systemctl mask irqbalance.service
 # The network is set by gpuprep-vm-net (files/rootfs/etc/systemd/system).
 in_root systemctl mask systemd-networkd.service systemd-networkd.socket
 # Nothing at boot that the tests do not need, nothing that waits for input:
