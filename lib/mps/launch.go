@@ -38,9 +38,12 @@ func Name(d Daemon) string {
 
 // UnitName is the transient unit Systemd runs d's daemon as:
 // gpuprep-mps-<user>-<key>.service, the user's name escaped as
-// systemd-escape does (a user name may hold characters unit names do not).
+// systemd-escape does (a user name may hold characters unit names do not;
+// a dash in it becomes \x2d).
 func UnitName(d Daemon) string {
-	return "gpuprep-mps-" + unit.UnitNameEscape(Name(d)) + ".service"
+	n := Name(d)
+	i := strings.LastIndexByte(n, '-') // before the key, 12 hex digits
+	return "gpuprep-mps-" + unit.UnitNameEscape(n[:max(i, 0)]) + n[max(i, 0):] + ".service"
 }
 
 // Done ends what e.Launcher made for d (Launcher.Done); with no launcher
