@@ -142,6 +142,17 @@ func (k Knobs) IsSet(name string) bool {
 	return ok
 }
 
+// With returns k with the knob name set to setting (canonical form). The
+// result shares no memory with k.
+func (k Knobs) With(name, setting string) Knobs {
+	out := Knobs{set: maps.Clone(k.set)}
+	if out.set == nil {
+		out.set = map[string]string{}
+	}
+	out.set[name] = setting
+	return out
+}
+
 // Overlay returns k with every knob that top sets replaced by top's
 // setting. The result shares no memory with either.
 func (k Knobs) Overlay(top Knobs) Knobs {

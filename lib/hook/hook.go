@@ -91,7 +91,7 @@ func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
 func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
-	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, IRQs: o.Config.Isolation.IRQs, Writer: cgwriter.Writer{},
+	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, Writer: cgwriter.Writer{},
 		SlurmConf: o.Job.Conf, Node: o.Job.NodeName, Units: o.Units, Log: o.Log}
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso,
 		User: o.Job.User, UID: o.Job.UID, GID: o.Job.GID, MPS: mpsEnv(o)})

@@ -25,3 +25,8 @@ func mpsEnv(o *Options) knob.MPSEnv {
 	}
 	return e
 }
+
+// mpsKnob is the mps knob's key: a job that asked for gres/mps
+// (slurm.Job.MPS) gets it set to true where its profile does not
+// set it.
+const mpsKnob = "mps"

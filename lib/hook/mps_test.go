@@ -213,3 +213,35 @@ func TestMPSProhibitedSkipped(t *testing.T) {
 		t.Errorf("compute mode changed to %s", s.ComputeMode)
 	}
 }
+
+// A --gres=mps:N job (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in the prolog's
+// environment, its GPU from CUDA_VISIBLE_DEVICES) gets its daemon though
+// its profile does not set mps; a gres/gpu job with that profile gets none.
+func TestMPSForGresMPSJob(t *testing.T) {
+	m := newMPSEnv(t)
+	cfg, err := config.Parse("plain.toml", []byte("[general]\ndead_job_grace = \"0s\"\n[profiles.default]\ngpu_compute_mode = \"exclusive_process\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cfg = cfg
+	m.run(false, 20, "alice", 4242, []int{2})
+	if got := m.ctl.Running(); len(got) != 0 {
+		t.Fatalf("a gres/gpu job started daemons %v", got)
+	}
+	o := m.opts(21, []int{3}, "")
+	o.Job.User, o.Job.UID, o.Job.GID, o.Job.MPS, o.Job.MPSPercent = "alice", 4242, 4242, true, 25
+	o.MPS = knob.MPSEnv{Base: m.base, Control: m.ctl}
+	if _, err := Prolog(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.ctl.Running(); !slices.Equal(got, []string{m.pipe("alice", 3)}) {
+		t.Errorf("the gres/mps job: daemons %v, want GPU 3's", got)
+	}
+	o.Job.MPS = false // the epilog needs no hint: the job record holds it
+	if _, err := Epilog(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.ctl.Running(); len(got) != 0 {
+		t.Errorf("after the epilog: daemons %v", got)
+	}
+}

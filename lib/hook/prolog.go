@@ -95,6 +95,12 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if sel.DropRequired {
 		prof.Required = nil
 	}
+	if o.Job.MPS && !prof.Knobs.IsSet(mpsKnob) {
+		// --gres=mps:N: Slurm schedules the share and leaves the daemon
+		// to the prolog.
+		prof.Knobs = prof.Knobs.With(mpsKnob, "true")
+		o.Log.Info("the job asked for gres/mps: mps = true for it", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", o.Job.MPSPercent)
+	}
 	gpus, migDevs, warn := jobGPUs(o)
 	if warn != "" {
 		out.Warnings = append(out.Warnings, warn)
@@ -247,7 +253,7 @@ func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead m
 		var derr error
 		if ok {
 			var d knob.Value
-			d, derr = k.Desired(setting)
+			d, derr = knob.DesiredIn(k, setting, prof.Knobs.Setting)
 			switch {
 			case errors.Is(derr, knob.ErrLeaveAlone):
 				ok = false
@@ -290,7 +296,7 @@ func invariants(knobs map[string]knob.Knob, prof config.Profile, scopes map[stri
 		if !ok || !scopes[k.ID().Scope] {
 			continue
 		}
-		if v, err := k.Desired(setting); err == nil {
+		if v, err := knob.DesiredIn(k, setting, prof.Invariants.Setting); err == nil {
 			out = append(out, plan.Hold{ID: k.ID(), Expected: v})
 		}
 	}

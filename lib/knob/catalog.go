@@ -18,7 +18,7 @@ type Env struct {
 	// GPUs are the job's GPUs: each gets its own GPU knobs.
 	GPUs []gpu.Device
 	// Isolation is the [isolation] options housekeeping_cpus takes (units
-	// never confined; IRQs).
+	// never confined, the journal of systemd units) and irq_affinity its log.
 	Isolation isolate.Options
 	// User, UID and GID are the job's user (SLURM_JOB_USER, SLURM_JOB_UID,
 	// SLURM_JOB_GID; UID and GID -1 when unknown), whom the mps knob's

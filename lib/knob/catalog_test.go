@@ -23,7 +23,7 @@ var everySetting = map[string]string{
 	"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
 	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
 	"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
-	"housekeeping_cpus": "0-3", "mps": "true",
+	"housekeeping_cpus": "0-3", "irq_affinity": "on", "mps": "true",
 }
 
 func TestCatalog(t *testing.T) {
@@ -106,6 +106,7 @@ func TestFixtureRoundTrip(t *testing.T) {
 		{Name: "gpu_locked_clocks_mhz", Scope: GPUScope(devs[1].UUID)}: Unknown,
 		{Name: "gpu_power_limit_w", Scope: GPUScope(devs[0].UUID)}:     "700",
 		{Name: "housekeeping_cpus", Scope: NodeScope}:                  "",
+		{Name: "irq_affinity", Scope: NodeScope}:                       "",
 	} {
 		if base[id] != want {
 			t.Errorf("baseline %s = %q, want %q", id, base[id], want)

@@ -38,10 +38,18 @@ type Job struct {
 	// VisibleDevices is CUDA_VISIBLE_DEVICES as the prolog sees it (the
 	// same GPUs as indices, or MIG/GPU UUIDs); nil when unset or empty.
 	VisibleDevices []DeviceRef
-	Constraints    string // SLURM_JOB_CONSTRAINTS (only with -C)
-	Comment        string // SLURM_JOB_COMMENT (only with --comment)
-	Context        string // SLURM_SCRIPT_CONTEXT: prolog_slurmd, epilog_slurmd, ...
-	Conf           string // SLURM_CONF
+	// MPS says the job asked for --gres=mps:N: Slurm's gres/mps plugin
+	// set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the job's share of the GPU
+	// (MPSPercent, 0..100). Such a job has no SLURM_JOB_GPUS (that is
+	// gres/gpu's): its GPU is CUDA_VISIBLE_DEVICES, an index as
+	// SLURM_JOB_GPUS would give it (Slurm's own prolog example reads it
+	// so), and GPUs is set from it.
+	MPS         bool
+	MPSPercent  int
+	Constraints string // SLURM_JOB_CONSTRAINTS (only with -C)
+	Comment     string // SLURM_JOB_COMMENT (only with --comment)
+	Context     string // SLURM_SCRIPT_CONTEXT: prolog_slurmd, epilog_slurmd, ...
+	Conf        string // SLURM_CONF
 	// Exit is the job's end state, set in an epilog only.
 	Exit *ExitStatus
 }
@@ -116,6 +124,22 @@ func JobFromEnv(getenv func(string) string) (Job, error) {
 		}
 	}
 	j.VisibleDevices = e.deviceList("CUDA_VISIBLE_DEVICES")
+	if v := getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"); v != "" {
+		j.MPS = true
+		j.MPSPercent = e.intVar("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", 0, "not a percentage")
+		if j.MPSPercent > 100 {
+			e.fail("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", v, "not a percentage 0..100")
+		}
+		if len(j.GPUs) == 0 {
+			for _, d := range j.VisibleDevices {
+				if d.UUID != "" {
+					j.GPUs = nil // UUIDs: jobGPUs cannot tell; GPU knobs are skipped with a warning
+					break
+				}
+				j.GPUs = append(j.GPUs, d.Index)
+			}
+		}
+	}
 	if v := getenv("SLURM_JOB_EXIT_CODE"); v != "" {
 		j.Exit = e.exitStatus(v)
 	}

@@ -201,3 +201,28 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("clipped: %q", err)
 	}
 }
+
+// TestJobFromEnvMPS: a --gres=mps:25 job's prolog has no SLURM_JOB_GPUS;
+// its GPU is CUDA_VISIBLE_DEVICES, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+// says it asked for MPS.
+func TestJobFromEnvMPS(t *testing.T) {
+	env := prologEnv()
+	delete(env, "SLURM_JOB_GPUS")
+	delete(env, "GPU_DEVICE_ORDINAL")
+	env["CUDA_VISIBLE_DEVICES"] = "3"
+	env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "25"
+	j, err := JobFromEnv(envOf(env))
+	if err != nil || !j.MPS || j.MPSPercent != 25 || !reflect.DeepEqual(j.GPUs, []int{3}) {
+		t.Errorf("MPS job: GPUs %v, MPSPercent %d, %v", j.GPUs, j.MPSPercent, err)
+	}
+	// A gres/gpu job keeps SLURM_JOB_GPUS and did not ask for MPS.
+	if j, _ := JobFromEnv(envOf(prologEnv())); j.MPS || !reflect.DeepEqual(j.GPUs, []int{0, 1}) {
+		t.Errorf("GPU job: GPUs %v, MPSPercent %d", j.GPUs, j.MPSPercent)
+	}
+	for _, bad := range []string{"x", "-5", "101"} {
+		env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = bad
+		if _, err := JobFromEnv(envOf(env)); err == nil || !strings.Contains(err.Error(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

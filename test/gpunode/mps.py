@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
 """Two processes of tiny kernels on one GPU: time-sliced, then through MPS.
 
-Each client process runs a stream of tiny kernels (in-place ops on
-1-element tensors, a few per iteration) for a fixed number of iterations,
-then torch.cuda.synchronize(), and reports its own wall time. The parent
+Each client process runs a stream of kernels that each leave the GPU
+mostly idle for a fixed number of iterations, then
+torch.cuda.synchronize(), and reports its own wall time. --kernel spin
+(the default) launches one single-thread kernel per iteration that spins
+for --spin-cycles GPU clock cycles (torch.cuda._sleep): one block on one
+SM, so two clients' kernels can only overlap where the GPU runs both
+processes at once (MPS); time-sliced, they take turns. --kernel tiny runs
+in-place ops on 1-element tensors (bound by the CPU's launch rate, so
+MPS shows little there). The parent
 starts the clients, lets each initialise CUDA and warm up, then releases
 them together and times until the last one is done. Phases:
 
@@ -39,10 +45,10 @@ client (--client).
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
-OPS_PER_ITER = 4
+OPS_PER_ITER = {"tiny": 4, "spin": 1}
 
 
-def client(iters, calibrate):
+def client(iters, calibrate, kernel, cycles):
     """One client: init and warm up, say "ready", wait for "go", run."""
     import torch
 
@@ -51,6 +57,9 @@ def client(iters, calibrate):
 
     def burst(n):
         for _ in range(n):
+            if kernel == "spin":
+                torch.cuda._sleep(cycles)
+                continue
             x.mul_(1.0000001)
             x.add_(y)
             y.sub_(x)
@@ -73,8 +82,11 @@ def client(iters, calibrate):
     print(json.dumps({"loop_s": dt, "pid": os.getpid(), "device": torch.cuda.get_device_name(0)}), flush=True)
 
 
+KERNEL_ARGS = []
+
+
 def spawn(args, env):
-    cmd = [sys.executable, os.path.abspath(__file__), "--client"] + args
+    cmd = [sys.executable, os.path.abspath(__file__), "--client"] + KERNEL_ARGS + args
     return subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
@@ -103,9 +115,12 @@ def main():
     ap.add_argument("--calibrate", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--iters", type=int, default=0, help="iterations per client (default: calibrated)")
     ap.add_argument("--target", type=float, default=2.0, help="seconds a client alone should take (2)")
+    ap.add_argument("--kernel", choices=["spin", "tiny"], default="spin", help="what each iteration launches (spin)")
+    ap.add_argument("--spin-cycles", type=int, default=200000, help="GPU cycles each spin kernel takes (200000: 0.1 ms at 2 GHz)")
     a = ap.parse_args()
+    KERNEL_ARGS[:] = ["--kernel", a.kernel, "--spin-cycles", str(a.spin_cycles)]
     if a.client:
-        return client(a.iters, a.calibrate)
+        return client(a.iters, a.calibrate, a.kernel, a.spin_cycles)
 
     mps_pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
     with tempfile.TemporaryDirectory(prefix="mps-py-none-") as none:
@@ -113,13 +128,13 @@ def main():
         plain.pop("CUDA_MPS_LOG_DIRECTORY", None)
         iters = a.iters
         if iters <= 0:
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--client", "--calibrate", "--iters", "5000"],
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--client", "--calibrate", "--iters", "5000"] + KERNEL_ARGS,
                                env=plain, capture_output=True, text=True)
             if p.returncode != 0:
                 sys.exit(f"mps.py: calibration failed: {p.stderr.strip()[-500:]}")
             c = json.loads(p.stdout.strip().splitlines()[-1])
             iters = max(1000, int(5000 * a.target / c["calib_s"]))
-        out = {"iters": iters, "ops_per_iter": OPS_PER_ITER, "mps_pipe": mps_pipe}
+        out = {"iters": iters, "kernel": a.kernel, "spin_cycles": a.spin_cycles, "ops_per_iter": OPS_PER_ITER[a.kernel], "mps_pipe": mps_pipe}
         out["alone_s"], r = phase(1, iters, plain)
         out["device"] = r[0]["device"]
         out["alone_loops_s"] = [x["loop_s"] for x in r]
