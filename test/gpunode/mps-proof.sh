@@ -45,15 +45,18 @@ rc=$?
 echo "prolog: exit $rc, $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/prolog.txt"
 cat "$out/prolog.txt"
 verdict "prolog starts the MPS daemon (exit $rc)" $rc
+# The MPS processes: comm (15 characters) is nvidia-cuda-mps for the
+# daemon and its servers alike.
+mps_procs() { ps -eo pid=,ppid=,stat=,comm=,args= | awk '$4 ~ /^nvidia-cuda-mps/'; }
 {
-	for p in $(pgrep -f nvidia-cuda-mps-control); do
+	for p in $(mps_procs | awk '$3 !~ /^Z/ {print $1}'); do
 		echo "pid $p: $(tr '\0' ' ' </proc/$p/cmdline)"
 		echo "  cgroup: $(cat /proc/$p/cgroup)"
 		echo "  CUDA_VISIBLE_DEVICES=$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^CUDA_VISIBLE_DEVICES=//p')"
 	done
 	ls -la /run/gpuprep/mps/*/ 2>&1
 } | tee "$out/daemon.txt"
-pgrep -f nvidia-cuda-mps-control >/dev/null
+[ -n "$(mps_procs | awk '$3 !~ /^Z/')" ]
 verdict "an nvidia-cuda-mps-control runs" $?
 
 echo "== srunwrap for the job's rank"
@@ -84,11 +87,16 @@ echo "epilog: exit $rc, $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$
 cat "$out/epilog.txt"
 verdict "epilog (exit $rc)" $rc
 {
-	echo "MPS processes left:"; pgrep -a -f 'nvidia-cuda-mps' || echo "(none)"
+	echo "MPS processes left (pid ppid stat comm args):"; mps_procs
 	echo "/run/gpuprep/mps:"; ls -la /run/gpuprep/mps 2>&1
+	echo "cgroups:"; ls -d /sys/fs/cgroup/gpuprep.mps/* 2>&1
 } | tee "$out/left.txt"
-! pgrep -f nvidia-cuda-mps >/dev/null
-verdict "no MPS process left" $?
+[ -z "$(mps_procs | awk '$3 !~ /^Z/')" ]
+verdict "no MPS process left running" $?
+# A daemon that exited is a zombie until its parent reaps it: PID 1 on a
+# node (the daemon left its starter with -d). Listed, not a failure.
+zombies=$(mps_procs | awk '$3 ~ /^Z/ {print $1 " (parent " $2 ")"}')
+[ -z "$zombies" ] || echo "NOTE exited MPS processes not yet reaped by their parent: $zombies" >>"$summary"
 [ -z "$(ls -A /run/gpuprep/mps 2>/dev/null)" ]
 verdict "no MPS directory left" $?
 cat "$summary"
