@@ -130,25 +130,8 @@ irq_affinity = true
 TOML
 # The simulated node's interrupts (the capture has none): two MSI-X vectors
 # for each GPU and HCA (numbered from 100), a serial port (4) and a NIC
-# queue (30) on every CPU, and an NVMe queue (40) the kernel manages
-# (read-only smp_affinity_list, as Linux 6.12+ shows it).
-mkirqs() {
-  local n=100 d v c i row cpus irqs=(4 30 40)
-  for d in "$root"/sys/bus/pci/devices/*; do
-    v=$(cat "$d/vendor"); c=$(cat "$d/class")
-    case "$v:$c" in 0x10de:0x0302* | 0x15b3:0x0207*) ;; *) continue ;; esac
-    mkdir -p "$d/msi_irqs"
-    for i in 1 2; do echo msix >"$d/msi_irqs/$n"; irqs+=("$n"); n=$((n + 1)); done
-  done
-  cpus=$(cat "$root/sys/devices/system/cpu/online")
-  row=$(printf ' %10d' $(seq 0 223))
-  { printf '     '; printf ' %10s' $(seq -f 'CPU%g' 0 223); echo
-    for i in "${irqs[@]}"; do printf '%4d:%s  IR-PCI-MSIX  %d-edge  irq%d\n' "$i" "${row//[0-9]/0}" "$i" "$i"; done
-  } >"$root/proc/interrupts"
-  for i in "${irqs[@]}"; do mkdir -p "$root/proc/irq/$i"; echo "$cpus" >"$root/proc/irq/$i/smp_affinity_list"; done
-  chmod 0444 "$root/proc/irq/40/smp_affinity_list"
-}
-mkirqs
+# queue (30) on every CPU, and an NVMe queue (40) the kernel manages.
+bash test/mkirqs.sh "$root" 2 2
 # The simulated node's cgroup v2 tree as systemd lays it out: host services
 # in system.slice beside Slurm's slurmstepd.scope, user.slice, init.scope.
 cg="$root/sys/fs/cgroup"

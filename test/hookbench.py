@@ -1,5 +1,6 @@
 # Whole-process timings of gpuprep-prolog/epilog on a simulated 8-GPU node
-# (fixture root + mock GPUs). Interleaved cycles:
+# (fixture root + mock GPUs); HOOKBENCH_PROFILE is TOML added to the config
+# (a [profiles.default] table; none: the built-in profile). Interleaved cycles:
 #   job A prolog (first apply: node at baseline)      -> "prolog, first apply"
 #   job B prolog (A holds everything: nothing to change) -> "prolog, nothing to change"
 #   job B epilog (A still holds: check only)          -> "epilog, job not last"
@@ -8,7 +9,7 @@ import os, subprocess, sys, time, statistics, resource, tempfile, json
 root, n = sys.argv[1], int(sys.argv[2])
 bindir = sys.argv[3] if len(sys.argv) > 3 else "bin"
 d = tempfile.mkdtemp()
-cfg = os.path.join(d, "g.toml"); open(cfg, "w").write('[general]\nlog_file = ""\nmetrics_dir = ""\n')
+cfg = os.path.join(d, "g.toml"); open(cfg, "w").write('[general]\nlog_file = ""\nmetrics_dir = ""\n' + os.environ.get("HOOKBENCH_PROFILE", ""))
 args = ["--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg, "--state-dir", os.path.join(d, "spool")]
 def run(op, job, gpus):
     env = {"SLURM_JOB_ID": str(job), "SLURM_JOB_USER": "alice", "SLURM_JOB_GPUS": gpus, "SLURM_SCRIPT_CONTEXT": op + "_slurmd"}
