@@ -15,13 +15,17 @@ BINS := bin/gpuprep-prolog bin/gpuprep-epilog bin/srunwrap bin/gpuprep-gres bin/
 # accept --gpu-backend mock:<model> (go-nvml's mock servers), for the demo and
 # the benchmarks on simulated nodes. Install bin/, never bin/sim/.
 SIMBINS := $(BINS:bin/%=bin/sim/%)
+# SIMTOOLS are the simulated node's own programs, for the demo: a simulated
+# nvidia-cuda-mps-control (internal/mpssim; no GPU, no root; it exits after
+# 10 minutes). Never installed or packaged.
+SIMTOOLS := bin/sim/nvidia-cuda-mps-control
 
 .PHONY: all build test unit e2e deps demo bench install uninstall man package lint fuzz fixtures clean
 .PHONY: vm-image test-node vm el8 test-matrix
 
 all: build
 
-build: $(BINS) $(SIMBINS)
+build: $(BINS) $(SIMBINS) $(SIMTOOLS)
 
 bin/gpuprep-prolog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./prolog
 bin/gpuprep-epilog: FORCE ; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./epilog
@@ -34,6 +38,7 @@ bin/sim/gpuprep-epilog: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflag
 bin/sim/srunwrap: FORCE ; CGO_ENABLED=0 $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./srunwrap
 bin/sim/gpuprep-gres: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./gres
 bin/sim/gpuprep-health: FORCE ; $(GO) build -tags gpuprep_mock -trimpath -ldflags '$(LDFLAGS)' -o $@ ./health
+bin/sim/nvidia-cuda-mps-control: FORCE ; CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./internal/mpssim/cmd/nvidia-cuda-mps-control
 FORCE:
 
 # deps installs what the tests need on a fresh Debian 12 machine (as root):
