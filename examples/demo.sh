@@ -235,6 +235,44 @@ rmdir "$scope/job_4244"
 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | sed 's/ restored=.*//'
 echo "cpu0 governor after both: $(cat "$gov")"
 
+step "MPS: the admin marks GPUs 4 and 5 for gres/mps; gpuprep-gres gives gres.conf their Name=mps lines and the node line mps:200" \
+  "gpuprep-gres (with [gres] mps_gpus = [4, 5])"
+printf '[gres]\nmps_gpus = [4, 5]\n' | cat - "$spool/gpuprep.toml" | sed '0,/^\[gres\]$/!{/^\[gres\]$/d}' >"$spool/mps.toml"
+"${gres[@]}" --config "$spool/mps.toml" | grep -E '^Name=mps|GresTypes'
+"${gres[@]}" --config "$spool/mps.toml" --format slurm | grep -oE 'Gres=[^ ]+'
+# The simulated node's MPS: bin/sim/nvidia-cuda-mps-control plays NVIDIA's
+# (its daemon is a process of this machine, gone within 10 minutes).
+install -D -m 0755 "$bin/nvidia-cuda-mps-control" "$root/usr/bin/nvidia-cuda-mps-control"
+mps=(env -u SLURM_JOB_GPUS SLURM_JOB_UID="$(id -u)" SLURM_JOB_GID="$(id -g)")
+
+step "Job 4250 (srun --gres=mps:25: Slurm gives the prolog CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 and the GPU as CUDA_VISIBLE_DEVICES=4): the prolog starts an MPS control daemon for alice on GPU 4 (on a node, in a systemd unit or a cgroup of its own; the simulated node has no cgroup file system, so here the demo's own, with a warning)" \
+  "gpuprep-prolog --dry-run; gpuprep-prolog (job 4250)"
+mkdir -p "$scope/job_4250"
+export CUDA_VISIBLE_DEVICES=4 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
+SLURM_JOB_ID=4250 quiet "${mps[@]}" "$bin"/gpuprep-prolog "${hook[@]}" --dry-run | grep -E '^KNOB|^mps'
+SLURM_JOB_ID=4250 show 'MPS control daemon|prolog done' "${mps[@]}" "$bin"/gpuprep-prolog "${hook[@]}" | sed -e 's/^time=[^ ]* //'
+ls -d "$root"/run/gpuprep/mps/*/pipe | sed "s|$root||"
+
+step "Its rank: srunwrap points it at alice's daemon on its GPU, the GPU by UUID (MPS clients number GPUs from the daemon's)" \
+  "srunwrap -- sh -c 'env | grep ^CUDA_' (rank 0 of job 4250)"
+SLURM_JOB_ID=4250 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_NTASKS=1 SLURM_STEP_TASKS_PER_NODE=1 \
+  SLURM_STEP_GPUS=4 quiet "${mps[@]}" "$bin"/srunwrap --root "$root" -- sh -c 'env | grep -E "^CUDA_(MPS_PIPE|MPS_LOG|VISIBLE)" | sort' | sed "s|$root||g"
+
+step "Job 4251 of another user (bob) on GPU 4: one MPS server serves one user at a time, so bob's job runs without MPS and is told why" \
+  "gpuprep-prolog (job 4251, bob)"
+mkdir -p "$scope/job_4251"
+SLURM_JOB_ID=4251 SLURM_JOB_USER=bob show 'without MPS' "${mps[@]}" SLURM_JOB_UID=4244 "$bin"/gpuprep-prolog "${hook[@]}" | sed -e 's/^time=[^ ]* //' -e 's/ applied=.*//' | grep -E 'without MPS' | head -1
+
+step "The jobs end: bob's epilog leaves alice's daemon alone; alice's quits it, checks that no MPS server is left and removes its directories" \
+  "gpuprep-epilog (job 4251); gpuprep-epilog (job 4250)"
+unset CUDA_VISIBLE_DEVICES CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+rmdir "$scope/job_4251"
+SLURM_JOB_ID=4251 SLURM_JOB_USER=bob "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E 'epilog done' | sed -e 's/^time=[^ ]* //'
+echo "alice's daemon still there: $(ls -d "$root"/run/gpuprep/mps/alice-*/pipe | sed "s|$root||")"
+rmdir "$scope/job_4250"
+SLURM_JOB_ID=4250 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E 'epilog done' | sed -e 's/^time=[^ ]* //' -e 's/restored=.*\(mps@[^ ]* [^ ,"]*\).*/restored=... \1/'
+echo "/run/gpuprep/mps after: $(ls -A "$root/run/gpuprep/mps" | wc -l) entries"
+
 step "Health before every job: the read-only table (gpuprep-prolog --health); then a user's forged Xid lines are ignored, and the driver's Xid 79 in the kernel log fails the next prolog once (under slurmd: the node drains with this reason), and never again after the admin resumes it" \
   "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247); gpuprep-prolog (job 4248)"
 mkdir -p "$root/dev" && printf '6,0,0,-;Linux version 6.1.0\n' >"$root/dev/kmsg" # the simulated kernel log

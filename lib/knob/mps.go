@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuprep/lib/host"
 	"gpuprep/lib/mps"
 )
 
@@ -48,8 +49,10 @@ type MPSEnv struct {
 	// directories; "" is mps.DefaultBase under Env.Root.
 	Base string
 	// Control runs the daemons; nil is an mps.Exec of the
-	// nvidia-cuda-mps-control found under Env.Root (mps.Find), reading
-	// Env.Root's /proc, with Launcher and Log.
+	// nvidia-cuda-mps-control found under Env.Root (mps.Find), with
+	// Launcher and Log. It reads this machine's /proc, whatever
+	// Env.Root: the daemon is a process it starts here (a fixture root's
+	// /proc is a snapshot where it never shows).
 	Control mps.Control
 	// Launcher starts a daemon outside the caller's cgroup (mps.Systemd,
 	// mps.Cgroupfs); nil runs it as the caller's child.
@@ -119,7 +122,7 @@ func (k *mpsKnob) control() (mps.Control, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", k.id, ErrUnsupported, err)
 	}
-	return &mps.Exec{Bin: bin, Proc: k.env.Root, Launcher: k.env.MPS.Launcher, Log: k.env.MPS.Log}, nil
+	return &mps.Exec{Bin: bin, Proc: host.NewRoot("/"), Launcher: k.env.MPS.Launcher, Log: k.env.MPS.Log}, nil
 }
 
 func (k *mpsKnob) daemon(p mps.Paths) mps.Daemon {

@@ -29,7 +29,7 @@ const CgroupParent = "gpuprep.mps"
 // cgroup it runs in. For nodes whose PID 1 is not systemd: where it is,
 // use Systemd.
 type Cgroupfs struct {
-	Root host.Root // where /sys/fs/cgroup and /proc/self/cgroup are read
+	Root host.Root // where /sys/fs/cgroup is
 }
 
 var _ Launcher = Cgroupfs{}
@@ -67,8 +67,9 @@ func (c Cgroupfs) Launch(ctx context.Context, d Daemon, bin string, env []string
 // clone3; -1 and why when that cannot be done.
 func (c Cgroupfs) open(dir string) (int, string) {
 	mount := c.Root.Path("/sys/fs/cgroup")
-	if _, err := os.Stat(filepath.Join(mount, "cgroup.controllers")); err != nil {
-		return -1, mount + " is not cgroup v2"
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return -1, mount + " is not a cgroup v2 file system"
 	}
 	if err := os.Mkdir(filepath.Dir(dir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return -1, err.Error()
@@ -83,10 +84,10 @@ func (c Cgroupfs) open(dir string) (int, string) {
 	return fd, ""
 }
 
-// own is this process's cgroup (/proc/self/cgroup: the v2 line, else
-// the first), which a plain child inherits.
+// own is this process's cgroup (this machine's /proc/self/cgroup, whatever
+// Root: the v2 line, else the first), which a plain child inherits.
 func (c Cgroupfs) own() string {
-	s, err := c.Root.ReadString("/proc/self/cgroup")
+	s, err := host.NewRoot("/").ReadString("/proc/self/cgroup")
 	if err != nil {
 		return "(unknown: " + err.Error() + ")"
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +39,15 @@ func TestCgroupfsFallsBack(t *testing.T) {
 	e := newExec(t)
 	var logs bytes.Buffer
 	e.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	// A fixture's /sys/fs/cgroup with cgroup.controllers, as a cgroup v2
+	// mount shows it, but no cgroup file system under it.
 	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sys/fs/cgroup"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers"), []byte("cpuset cpu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e.Launcher = Cgroupfs{Root: host.NewRoot(root)}
 	d := newDaemon(t)
 	stopAll(t, e, d)
@@ -46,7 +56,7 @@ func TestCgroupfsFallsBack(t *testing.T) {
 	if err != nil || pid <= 0 {
 		t.Fatalf("Start: %d, %v", pid, err)
 	}
-	if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "is not cgroup v2") || !strings.Contains(got, "runs in this process's cgroup") {
+	if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "is not a cgroup v2 file system") || !strings.Contains(got, "runs in this process's cgroup") {
 		t.Errorf("log:\n%s\nwant a warning naming the cgroup and why", got)
 	}
 	if _, err := e.Quit(ctx, d, 5*time.Second); err != nil {
