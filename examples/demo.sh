@@ -174,7 +174,8 @@ echo "cpu0 governor before: $(cat "$gov")"
 "$bin"/gpuprep-prolog "${hook[@]}"
 echo "cpu0 governor now:    $(cat "$gov")"
 echo "cron.service cpuset.cpus: $(cat "$cg/system.slice/cron.service/cpuset.cpus"); the job's cgroup: untouched"
-echo "IRQ 100 (GPU 0000:18:00.0, NUMA node 0): $(cat "$root/proc/irq/100/smp_affinity_list"); IRQ 4 (serial): $(cat "$root/proc/irq/4/smp_affinity_list"); IRQ 40 (NVMe, kernel-managed): $(cat "$root/proc/irq/40/smp_affinity_list")"
+dev100=$(dirname "$(dirname "$(ls "$root"/sys/bus/pci/devices/*/msi_irqs/100)")") # the device raising IRQ 100
+echo "IRQ 100 (device ${dev100##*/}, NUMA node $(cat "$dev100/numa_node")): $(cat "$root/proc/irq/100/smp_affinity_list"); IRQ 4 (serial): $(cat "$root/proc/irq/4/smp_affinity_list"); IRQ 40 (NVMe, kernel-managed): $(cat "$root/proc/irq/40/smp_affinity_list")"
 echo "$(grep -vc '^#' "$root/run/gpuprep/irq-placed") IRQs placed, listed in /run/gpuprep/irq-placed (irqbalance's policy script bans these)"
 
 step "The prolog also wrote the node description srunwrap reads: one small file, no sysfs walk and no NVML per rank" \

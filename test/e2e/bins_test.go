@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // bin builds gpuprep's programs once per test run and returns the path of
-// one (gpuprep-gres, gpuprep-health, gpuprep-prolog, gpuprep-epilog, srunwrap).
+// one (gpuprep-gres, gpuprep-health, gpuprep-prolog, gpuprep-epilog, srunwrap,
+// rankprobe, nvidia-cuda-mps-control: the simulated one).
 func bin(t *testing.T, name string) string {
 	t.Helper()
 	binsOnce.Do(func() {
@@ -41,7 +42,9 @@ func bin(t *testing.T, name string) string {
 		if binsErr != nil {
 			return
 		}
-		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-health": "./health", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap", "rankprobe": "./test/rankprobe"}
+		pkgs := map[string]string{"gpuprep-gres": "./gres", "gpuprep-health": "./health", "gpuprep-prolog": "./prolog", "gpuprep-epilog": "./epilog", "srunwrap": "./srunwrap", "rankprobe": "./test/rankprobe",
+			// The demo's simulated MPS control (make build's bin/sim/).
+			"nvidia-cuda-mps-control": "./internal/mpssim/cmd/nvidia-cuda-mps-control"}
 		for out, pkg := range pkgs {
 			// The tests run the programs on simulated nodes: build them with the
 			// go-nvml mock servers, which production builds leave out.

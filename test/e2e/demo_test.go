@@ -42,6 +42,11 @@ func TestDemoOnEverySimulatedNode(t *testing.T) {
 				"would release job 4243",
 				"epilog done",
 				"gpuprep_drift_events_total",
+				"IRQs placed, listed in /run/gpuprep/irq-placed",
+				"knob=irq_affinity@node kind=drift",
+				"CUDA_MPS_PIPE_DIRECTORY=/run/gpuprep/mps/alice-",
+				"(bob) runs without MPS",
+				"alice->(none)",
 			} {
 				if !strings.Contains(text, want) {
 					t.Errorf("DEMO_NODE=%s: the output lacks %q\n%s", node, want, text)
