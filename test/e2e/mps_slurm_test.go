@@ -3,15 +3,18 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/mps"
 	"gpuprep/test/slurmharness"
 )
 
@@ -26,9 +29,10 @@ func mpsGresConfig(gpus string) string {
 var mpsMinor = []int{2, 3, 0, 1, 6, 7, 4, 5}
 
 // mpsGres runs gpuprep-gres on root with cfg, whose mps_gpus marks the
-// GPUs idx, and returns gres.conf (its /dev/ paths moved to fake devices
-// it makes) and the node line.
-func mpsGres(t *testing.T, root, cfg string, idx []int) (gres, nodeLine string) {
+// GPUs idx, and returns gres.conf as printed, the same with its /dev/
+// paths moved to fake devices it makes (for the cluster), and the node
+// line.
+func mpsGres(t *testing.T, root, cfg string, idx []int) (gres, faked, nodeLine string) {
 	t.Helper()
 	args := []string{"--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg}
 	gres, stderr, code := runBin(t, "gpuprep-gres", args...)
@@ -54,7 +58,7 @@ func mpsGres(t *testing.T, root, cfg string, idx []int) (gres, nodeLine string) 
 		minors = append(minors, v)
 	}
 	slurmharness.MakeDevices(t, devDir, minors)
-	return strings.ReplaceAll(gres, "/dev/", devDir+"/"), firstNonComment(nl)
+	return gres, strings.ReplaceAll(gres, "/dev/", devDir+"/"), firstNonComment(nl)
 }
 
 // envFile reads an `env | sort` dump into a map; nil when absent.
@@ -158,7 +162,7 @@ func testMPSPrologEnv(t *testing.T, mpsGPUs []int) {
 	if err := os.WriteFile(cfg, []byte(mpsGresConfig("["+strings.Join(list, ", ")+"]")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gres, nodeLine := mpsGres(t, testroot.Shared(t, "dgxh100"), cfg, mpsGPUs)
+	_, gres, nodeLine := mpsGres(t, testroot.Shared(t, "dgxh100"), cfg, mpsGPUs)
 	envDir := t.TempDir()
 	dump := func(op string) string {
 		f := envDir + "/" + op + "-$SLURM_JOB_ID.env"
@@ -209,9 +213,17 @@ func testMPSPrologEnv(t *testing.T, mpsGPUs []int) {
 	hooks("srun --gres=mps:25", tenv["JOB"], "25", idx)
 
 	// 2. sbatch --gres=mps:90: the GPU index is the one Slurm shows.
+	// Once the first job is over (its mps released): Slurm's main
+	// scheduler starts no mps job on the node while another holds mps
+	// there, as seen with 22.05; backfill does, up to 30 s later.
+	if st, reason, ok := cl.WaitNodeState(20*time.Second, "idle"); !ok {
+		t.Fatalf("node %s (%s) after the srun job, want idle", st, reason)
+	}
 	stop := filepath.Join(t.TempDir(), "stop")
+	t0 := time.Now()
 	id := cl.Sbatch("while [ ! -e "+stop+" ]; do sleep 0.1; done\n", "--gres=mps:90", "-n1")
 	waitRunning(t, cl, id)
+	t.Logf("sbatch --gres=mps:90 running after %v", time.Since(t0).Round(time.Millisecond))
 	idx = gresIdx(t, cl, id)
 	if !slices.Contains(list, idx) {
 		t.Errorf("sbatch --gres=mps:90: scontrol shows IDX:%s, want one of %v", idx, list)
@@ -244,4 +256,213 @@ func writeTemp(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// shortRoot unpacks the dgxh100 fixture into a new folder with a short
+// path (the MPS pipe directory, <root>/run/gpuprep/mps/<user>-<key>/pipe,
+// must stay within lib/mps's 80 bytes, for UNIX socket paths), removed
+// when the test ends: in /dev/shm where it can (tens of thousands of
+// small files unpack there in a fraction of the time on disk), else /tmp.
+func shortRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "m")
+	if err != nil {
+		if dir, err = os.MkdirTemp("/tmp", "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	archive, err := testroot.Archive("dgxh100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := testroot.Extract(f, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// buildMPSSim builds the simulated nvidia-cuda-mps-control
+// (internal/mpssim) into root's /usr/bin, where lib/mps.Find looks, and
+// kills, when the test ends, any daemon of it still running (one the
+// epilog did not quit lives 10 minutes).
+func buildMPSSim(t *testing.T, root string) string {
+	t.Helper()
+	out := filepath.Join(root, "usr/bin/nvidia-cuda-mps-control")
+	cmd := exec.Command("go", "build", "-o", out, "./internal/mpssim/cmd/nvidia-cuda-mps-control")
+	cmd.Dir = testroot.Module(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build mpssim: %v\n%s", err, b)
+	}
+	t.Cleanup(func() {
+		for _, pid := range procsOf(out) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return out
+}
+
+// procsOf lists the live (not zombie) processes running program bin.
+func procsOf(bin string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if argv0, _, _ := strings.Cut(string(cl), "\x00"); argv0 == bin && procLive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procLive says whether pid runs: it exists and is no zombie (the
+// daemon's parent, after -d, is PID 1, which may be slow to reap).
+func procLive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// TestSlurmGresMPSDaemon: gpuprep's prolog and epilog as Slurm's, on the
+// dgxh100 fixture with the mock GPUs and the simulated
+// nvidia-cuda-mps-control, a profile that does not set mps and gres.conf
+// from gpuprep-gres (mps_gpus = [1, 6]). A --gres=mps:25 job gets an MPS
+// control daemon for its user on its GPU (the one Slurm shows, IDX): while
+// it runs, <root>/run/gpuprep/mps/root-<key>/pipe holds the control
+// socket, the daemon named in its pid file runs and answers
+// get_server_list; after the job (its epilog) the daemon is gone and the
+// directory removed. A --gres=gpu:1 job starts none.
+func TestSlurmGresMPSDaemon(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	root := shortRoot(t)
+	ctl := buildMPSSim(t, root)
+	t.Logf("root %s unpacked and %s built in %v", root, filepath.Base(ctl), time.Since(t0).Round(time.Millisecond))
+	cfg := filepath.Join(t.TempDir(), "gpuprep.toml")
+	conf := strings.Replace(hookConfig, "[gres]\n", "[gres]\nmps_gpus = [1, 6]\n", 1)
+	if strings.Contains(conf, "mps =") || !strings.Contains(conf, "mps_gpus") {
+		t.Fatalf("hookConfig: want no mps knob and a [gres] section:\n%s", conf)
+	}
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gres, faked, nodeLine := mpsGres(t, root, cfg, []int{1, 6})
+	// The hooks map SLURM_JOB_GPUS through the root's gres.conf.
+	if err := os.MkdirAll(filepath.Join(root, "etc/slurm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/slurm/gres.conf"), []byte(gres), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spool := filepath.Join(t.TempDir(), "spool")
+	args := " --root " + root + " --gpu-backend mock:dgxh100 --config " + cfg + " --state-dir " + spool + ` "$@"`
+	cl := slurmharness.Start(t, slurmharness.Options{
+		NodeLine:  nodeLine,
+		GresConf:  faked,
+		ExtraConf: []string{"GresTypes=gpu,mps"},
+		Files: map[string]string{
+			"prolog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-prolog") + args + "\n",
+			"epilog.sh": "#!/bin/sh\nexec " + bin(t, "gpuprep-epilog") + args + "\n",
+		},
+		Prolog: "prolog.sh",
+		Epilog: "epilog.sh",
+	})
+	base := filepath.Join(root, "run/gpuprep/mps")
+	daemonDirs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(base, "*"))
+		return m
+	}
+	uuids := testroot.GPUs(t, root)
+
+	// 1. A --gres=mps:25 job: the daemon runs while it does.
+	stop := filepath.Join(t.TempDir(), "stop")
+	start := time.Now()
+	id := cl.Sbatch("while [ ! -e "+stop+" ]; do sleep 0.1; done\n", "--gres=mps:25", "-n1")
+	waitRunning(t, cl, id)
+	idx, err := strconv.Atoi(gresIdx(t, cl, id))
+	if err != nil || (idx != 1 && idx != 6) {
+		t.Fatalf("the mps job's GPU is %q, want 1 or 6", gresIdx(t, cl, id))
+	}
+	key, err := mps.Key([]string{uuids[idx].UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "root-"+key)
+	pipe := filepath.Join(dir, "pipe")
+	pid := 0
+	// The job shows RUNNING while its prolog may still run: poll.
+	for d := time.Now().Add(20 * time.Second); pid == 0 && time.Now().Before(d); time.Sleep(50 * time.Millisecond) {
+		fi, err := os.Stat(filepath.Join(pipe, "control"))
+		if err != nil || fi.Mode()&os.ModeSocket == 0 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(pipe, "nvidia-cuda-mps-control.pid"))
+		if err != nil {
+			continue
+		}
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && procLive(p) {
+			pid = p
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("job %d on GPU %d: no live MPS daemon with a control socket in %s after 20 s; %s holds %v\n%s",
+			id, idx, pipe, base, daemonDirs(), cl.LogTails(20))
+	}
+	t.Logf("job %d (GPU %d): daemon %d in %s, %v after sbatch", id, idx, pid, pipe, time.Since(start).Round(time.Millisecond))
+	if d := daemonDirs(); len(d) != 1 || d[0] != dir {
+		t.Errorf("daemon directories %v, want only %s", d, dir)
+	}
+	if got := procsOf(ctl); !slices.Equal(got, []int{pid}) {
+		t.Errorf("running %s: %v, want the daemon %d alone", ctl, got, pid)
+	}
+	q := exec.Command(ctl)
+	q.Env = []string{"CUDA_MPS_PIPE_DIRECTORY=" + pipe}
+	q.Stdin = strings.NewReader("get_server_list\n")
+	if out, err := q.CombinedOutput(); err != nil {
+		t.Errorf("get_server_list to the job's daemon: %v: %s", err, out)
+	}
+
+	// 2. After the job (its epilog) the daemon is gone, its directory too.
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := cl.WaitJob(id, 30*time.Second); st != "COMPLETED" {
+		t.Fatalf("mps job %d: %s\n%s", id, st, cl.LogTails(20))
+	}
+	end := time.Now()
+	var left []string
+	for d := time.Now().Add(20 * time.Second); time.Now().Before(d); time.Sleep(50 * time.Millisecond) {
+		if left = daemonDirs(); !procLive(pid) && len(left) == 0 {
+			break
+		}
+	}
+	if procLive(pid) || len(left) != 0 {
+		t.Fatalf("20 s after job %d: daemon %d live %v, %s holds %v\n%s", id, pid, procLive(pid), base, left, cl.LogTails(20))
+	}
+	t.Logf("daemon quit and %s removed %v after the job's end", dir, time.Since(end).Round(time.Millisecond))
+
+	// 3. A --gres=gpu:1 job starts no daemon (the prolog has run when the
+	// task starts: PrologFlags=Alloc).
+	if out := cl.MustSrun("--gres=gpu:1", "-n1", "ls", "-A", base); strings.TrimSpace(out) != "" {
+		t.Errorf("inside a --gres=gpu:1 job, %s holds %q, want nothing", base, out)
+	}
+	if got := procsOf(ctl); len(got) != 0 {
+		t.Errorf("after a --gres=gpu:1 job, %s runs: %v", ctl, got)
+	}
 }
