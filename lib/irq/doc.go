@@ -28,8 +28,11 @@
 // on the job's node is what the job wants).
 //
 // With housekeeping CPUs set, every other IRQ whose current affinity
-// overlaps the job's CPUs goes to the housekeeping CPUs. Without them,
-// other IRQs are left alone.
+// overlaps the job's CPUs goes to the housekeeping CPUs, and every other
+// movable IRQ already off them is placed where it is (To = From): where
+// irqbalance runs it bans what gpuprep placed, and would otherwise move
+// such an IRQ onto the job's CPUs at its next rescan (seen on the VM with
+// irqbalance 1.9.2). Without housekeeping CPUs, other IRQs are left alone.
 //
 // A device IRQ that cannot be placed by node (the device has no NUMA node,
 // numa_node -1 as in most VMs; or the IRQ is shared by devices of different

@@ -77,7 +77,9 @@ func (p Plan) Changes() []Placement {
 // Place computes the affinity of each IRQ by the package's rule (see the
 // package documentation): device IRQs on their NUMA node's CPUs (its
 // housekeeping CPUs where it has some), and, with housekeeping CPUs set,
-// every other IRQ on the job's CPUs onto the housekeeping CPUs.
+// every other IRQ on the job's CPUs onto the housekeeping CPUs, and every
+// other movable IRQ already off them kept where it is (placed all the
+// same: irqbalance bans what is placed).
 func Place(in Input) Plan {
 	cur := map[int]Affinity{}
 	for _, a := range in.IRQs {
@@ -127,6 +129,15 @@ func Place(in Input) Plan {
 		}
 		onJob := a.CPUs.Intersection(in.JobCPUs)
 		switch {
+		case hk && onJob.IsEmpty() && !in.JobCPUs.IsEmpty() && !a.ReadOnly:
+			// Already off the job's CPUs: kept where it is, but placed
+			// all the same, so that irqbalance, which bans what gpuprep
+			// places, does not move it onto them at its next rescan.
+			reason := "off the job's CPUs already: kept on " + a.CPUs.String()
+			if fell {
+				reason = why + "; " + reason
+			}
+			plan.Placements = append(plan.Placements, Placement{IRQ: a.IRQ, From: a.CPUs, To: a.CPUs, Device: dev, Reason: reason})
 		case !hk || onJob.IsEmpty():
 			if fell {
 				if hk {

@@ -135,9 +135,26 @@ func TestPlaceRules(t *testing.T) {
 			wantWhy: "device 0000:00:04.0 has no NUMA node; on the job's CPUs 8-15: to the housekeeping CPUs",
 		},
 		{
-			name: "no NUMA node, housekeeping, off the job's CPUs: skipped",
-			in:   Input{Devices: []DeviceIRQs{vm}, Housekeeping: cpuset.MustParse("0"), JobCPUs: cpuset.MustParse("8-15"), IRQs: []Affinity{aff(11, "2")}},
-			want: "11 skip 0000:00:04.0: device 0000:00:04.0 has no NUMA node; not on the job's CPUs",
+			name:     "no NUMA node, housekeeping, off the job's CPUs: kept where it is, placed",
+			in:       Input{Devices: []DeviceIRQs{vm}, Housekeeping: cpuset.MustParse("0"), JobCPUs: cpuset.MustParse("8-15"), IRQs: []Affinity{aff(11, "2")}},
+			want:     "11 2>2 0000:00:04.0",
+			wantWhy:  "device 0000:00:04.0 has no NUMA node; off the job's CPUs already: kept on 2",
+			unchange: 1,
+		},
+		{
+			// irqbalance bans what is placed: unplaced, it would move this
+			// IRQ onto the job's CPUs at the rescan the prolog asks for.
+			name:     "other IRQ already on the housekeeping CPUs: kept, placed",
+			in:       Input{Housekeeping: cpuset.MustParse("0"), JobCPUs: cpuset.MustParse("8-15"), IRQs: []Affinity{aff(31, "0"), aff(32, "9")}},
+			want:     "31 0>0 \n32 9>0 ",
+			wantWhy:  "off the job's CPUs already: kept on 0",
+			unchange: 1,
+		},
+		{
+			name: "no NUMA node, housekeeping, off the job's CPUs, read-only: skipped",
+			in: Input{Devices: []DeviceIRQs{vm}, Housekeeping: cpuset.MustParse("0"), JobCPUs: cpuset.MustParse("8-15"),
+				IRQs: []Affinity{{IRQ: 11, CPUs: cpuset.MustParse("2"), ReadOnly: true}}},
+			want: "11 skip 0000:00:04.0: " + readOnlyReason,
 		},
 		{
 			name: "numa_node set but no CPUs known: as no node",

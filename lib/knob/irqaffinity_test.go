@@ -106,7 +106,10 @@ func hkProfile(spec string) func(string) (string, bool) {
 	}
 }
 
-func affinity(t *testing.T, r host.Root, n int) string { t.Helper(); return get(t, r, irq.AffinityPath(n)) }
+func affinity(t *testing.T, r host.Root, n int) string {
+	t.Helper()
+	return get(t, r, irq.AffinityPath(n))
+}
 
 // TestIRQAffinityDesired: device IRQs to their NUMA node (its housekeeping
 // CPUs where there are some), other IRQs onto the housekeeping CPUs, the

@@ -55,7 +55,7 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 			if !k.bansPlaced(b) {
 				return fmt.Errorf("%s: %w (pid %d, %s): it would move the IRQs gpuprep places; add --policyscript=%s to its arguments "+
 					"(IRQBALANCE_ARGS in /etc/default/irqbalance, or /etc/sysconfig/irqbalance) and restart it",
-					k.id, ErrIrqbalanceUnaware, b.PID, policyShown(b), irq.PolicyScriptPath)
+					k.id, ErrIrqbalanceUnaware, b.PID, policyShown(b), k.installedScript())
 			}
 		}
 	}
@@ -181,6 +181,18 @@ func (k *irqAffinityKnob) bansPlaced(b irq.Irqbalance) bool {
 		}
 	}
 	return false
+}
+
+// installedScript is where the policy script is installed on this node:
+// the packages' PolicyScriptPath, else make install's default PREFIX's;
+// PolicyScriptPath when neither holds it.
+func (k *irqAffinityKnob) installedScript() string {
+	for _, p := range []string{irq.PolicyScriptPath, "/usr/local/lib/gpuprep/irqbalance-policy"} {
+		if k.root.Exists(p) {
+			return p
+		}
+	}
+	return irq.PolicyScriptPath
 }
 
 func policyShown(b irq.Irqbalance) string {

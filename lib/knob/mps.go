@@ -268,8 +268,12 @@ func (k *mpsKnob) up(ctx context.Context, ctl mps.Control, key, user string) err
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
 	if _, err := ctl.Start(ctx, d); err != nil {
-		ctl.Done(context.WithoutCancel(ctx), d)
-		mps.Remove(p)
+		// A daemon that came up late, or half, may run all the same:
+		// stop what runs of p (quit, then kill) before its directories
+		// go, so none is left without them.
+		if derr := k.down(context.WithoutCancel(ctx), ctl, p); derr != nil {
+			return fmt.Errorf("%s: %w (and stopping what it left: %v)", k.id, err, derr)
+		}
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
 	return nil

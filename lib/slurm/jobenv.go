@@ -40,10 +40,12 @@ type Job struct {
 	VisibleDevices []DeviceRef
 	// MPS says the job asked for --gres=mps:N: Slurm's gres/mps plugin
 	// set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the job's share of the GPU
-	// (MPSPercent, 0..100). Such a job has no SLURM_JOB_GPUS (that is
-	// gres/gpu's): its GPU is CUDA_VISIBLE_DEVICES, an index as
-	// SLURM_JOB_GPUS would give it (Slurm's own prolog example reads it
-	// so), and GPUs is set from it.
+	// (MPSPercent, 0..100; 25 for mps:25 with Count=100). Slurm 22.05
+	// also sets SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES to that GPU's gres
+	// index, GPU_DEVICE_ORDINAL unset (measured: test/e2e
+	// TestSlurmGresMPSPrologEnv). Where SLURM_JOB_GPUS is absent, GPUs is
+	// taken from CUDA_VISIBLE_DEVICES (Slurm's own prolog example reads
+	// it so).
 	MPS         bool
 	MPSPercent  int
 	Constraints string // SLURM_JOB_CONSTRAINTS (only with -C)

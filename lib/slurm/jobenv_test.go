@@ -202,9 +202,10 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
-// TestJobFromEnvMPS: a --gres=mps:25 job's prolog has no SLURM_JOB_GPUS;
-// its GPU is CUDA_VISIBLE_DEVICES, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
-// says it asked for MPS.
+// TestJobFromEnvMPS: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE says a job asked
+// for --gres=mps:25; where SLURM_JOB_GPUS is absent its GPU is
+// CUDA_VISIBLE_DEVICES (Slurm 22.05 sets both: test/e2e
+// TestSlurmGresMPSPrologEnv).
 func TestJobFromEnvMPS(t *testing.T) {
 	env := prologEnv()
 	delete(env, "SLURM_JOB_GPUS")
