@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mkirqs.sh ROOT [VECTORS] [OTHERS]: gives a fixture root (a capture, which
 # has no interrupts) the interrupts of a node, as the kernel shows them:
-# VECTORS MSI-X vectors (2) for each NVIDIA GPU and Mellanox HCA under
+# VECTORS MSI-X vectors (2) for each NVIDIA GPU and Mellanox NIC or HCA under
 # ROOT/sys/bus/pci/devices (msi_irqs/, numbered from 100), OTHERS other
 # movable IRQs (a serial port, 4, and NIC queues from 30; 2 in all) and an
 # NVMe queue (40) the kernel manages (read-only smp_affinity_list, as Linux
@@ -21,7 +21,7 @@ irqs+=(40)
 n=$((others + 30 < 100 ? 100 : others + 31)) # the devices' vectors after the others
 for d in "$root"/sys/bus/pci/devices/*; do
   v=$(cat "$d/vendor") c=$(cat "$d/class")
-  case "$v:$c" in 0x10de:0x0302* | 0x15b3:0x0207*) ;; *) continue ;; esac
+  case "$v:$c" in 0x10de:0x0302* | 0x15b3:0x02*) ;; *) continue ;; esac
   mkdir -p "$d/msi_irqs"
   for ((i = 0; i < vectors; i++)); do echo msix >"$d/msi_irqs/$n"; irqs+=("$n"); n=$((n + 1)); done
 done

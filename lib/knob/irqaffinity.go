@@ -204,6 +204,7 @@ func (k *irqAffinityKnob) input(hk cpuset.Set) (irq.Input, error) {
 	if !hk.IsEmpty() {
 		in.JobCPUs = online.Difference(hk)
 	}
+	var unset []string // devices without MSI vectors now
 	for _, id := range ids {
 		d, err := irq.ReadDevice(k.root, id)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -212,8 +213,18 @@ func (k *irqAffinityKnob) input(hk cpuset.Set) (irq.Input, error) {
 		if err != nil {
 			return irq.Input{}, err
 		}
+		if len(d.MSI) == 0 {
+			unset = append(unset, id)
+		}
 		in.Devices = append(in.Devices, irq.DeviceIRQs{BusID: id, IRQs: d.IRQs(), NUMANode: d.NUMANode,
 			NodeCPUs: d.LocalCPUs.Intersection(online)})
+	}
+	if len(unset) > 0 {
+		// The NVIDIA driver sets a GPU's interrupts up when it
+		// initialises the GPU: with persistence mode off, when a process
+		// opens it, which may be after the prolog. Those are not placed.
+		k.log.Warn("irq_affinity: devices without MSI interrupts now, not placed (a GPU's come when the driver initialises it: set gpu_persistence = true)",
+			"devices", strings.Join(unset, ","))
 	}
 	return in, nil
 }

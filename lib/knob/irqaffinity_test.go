@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,5 +340,24 @@ func TestIRQValueRoundTrip(t *testing.T) {
 		if _, err := parseIRQValue(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestIRQAffinityUninitialisedGPU: a GPU the driver has not initialised
+// (no msi_irqs/: persistence mode off, no process using it) has no
+// interrupts to place; the log says so, naming it, and the others are
+// placed.
+func TestIRQAffinityUninitialisedGPU(t *testing.T) {
+	k, r := irqKnob(t)
+	var logs strings.Builder
+	k.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := os.RemoveAll(r.Path("/sys/bus/pci/devices/" + irqFixture.gpu1 + "/msi_irqs")); err != nil {
+		t.Fatal(err)
+	}
+	if v := mustDesired(t, k, "on"); v != "60-61=0-55,112-167;170=56-111,168-223" {
+		t.Errorf("Desired %q", v)
+	}
+	if !strings.Contains(logs.String(), "devices without MSI interrupts now") || !strings.Contains(logs.String(), irqFixture.gpu1) {
+		t.Errorf("log:\n%s", logs.String())
 	}
 }
