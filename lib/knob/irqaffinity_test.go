@@ -314,8 +314,20 @@ func TestIRQAffinityUntrustedList(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", full); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Read(); err == nil {
-		t.Error("a link in place of the list: no error")
+	if _, err := k.Read(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a link in place of the list: %v", err)
+	}
+	// A link to a well-formed list is refused too, never followed.
+	good := filepath.Join(t.TempDir(), "list")
+	if err := os.WriteFile(good, []byte("60 0-223 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(full)
+	if err := os.Symlink(good, full); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Read(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a link to a good list: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package knob
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/cpuset"
-	"gpuprep/lib/host"
 	"gpuprep/lib/irq"
 	"gpuprep/lib/state"
 )
@@ -219,19 +219,40 @@ func (k *irqAffinityKnob) rescan(bs []irq.Irqbalance) {
 	}
 }
 
-// loadPlaced reads PlacedPath; none is an empty list. It refuses a file
-// that is not a regular file (a planted link or FIFO) or is writable by
-// others than root.
+// loadPlaced reads PlacedPath; none is an empty list. It refuses, never
+// follows, a symbolic link in its place (O_NOFOLLOW), and refuses what is
+// not a regular file (a FIFO would block), is larger than a list can be,
+// belongs to another user than this process's, or others may write.
 func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
 	full := k.root.Path(irq.PlacedPath)
-	b, fi, err := host.ReadRegular(full, maxPlacedFile)
+	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, unix.ENOENT):
 		return nil, nil
+	case errors.Is(err, unix.ELOOP):
+		return nil, fmt.Errorf("%s: %s is a symbolic link: not trusted", k.id, irq.PlacedPath)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
-	case fi.Mode().Perm()&0o022 != 0:
-		return nil, fmt.Errorf("%s: %s is writable by others than its owner (mode %v): not trusted", k.id, irq.PlacedPath, fi.Mode().Perm())
+	}
+	f := os.NewFile(uintptr(fd), full)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, fmt.Errorf("%s: %s is not a regular file: not trusted", k.id, irq.PlacedPath)
+	case st.Size > maxPlacedFile:
+		return nil, fmt.Errorf("%s: %s is larger than %d bytes", k.id, irq.PlacedPath, maxPlacedFile)
+	case int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("%s: %s belongs to uid %d, not %d: not trusted", k.id, irq.PlacedPath, st.Uid, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		return nil, fmt.Errorf("%s: %s is writable by others than its owner (mode %#o): not trusted", k.id, irq.PlacedPath, st.Mode&0o777)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPlacedFile))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
 	}
 	ps, err := irq.ParsePlaced(irq.PlacedPath, b)
 	if err != nil {
