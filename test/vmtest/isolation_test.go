@@ -35,10 +35,16 @@ const quickRelease = "dead_job_grace = \"10s\"\n"
 const slowNode = "deadline = \"180s\"\n"
 
 // hogUnit spins four shells: one per CPU of the VM when nothing confines it.
-// Enabled, it starts at boot (the reboot scenario).
+// Enabled, it starts at boot (the reboot scenario). They run at idle
+// priority: what the scenarios check is where the unit may run (its
+// cpuset), and four spinning shells at normal priority on an emulated VM
+// (TCG, 4 vCPUs on 2 host cores) once starved sshd so long after the
+// reboot that the guest answered no connection for 15 minutes.
 const hogUnit = `[Unit]
 Description=gpuprep test: a CPU hog
 [Service]
+Nice=19
+CPUSchedulingPolicy=idle
 ExecStart=/bin/sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; wait'
 [Install]
 WantedBy=multi-user.target
