@@ -30,3 +30,10 @@ func mpsEnv(o *Options) knob.MPSEnv {
 // (slurm.Job.MPS) gets it set to true where its profile does not
 // set it.
 const mpsKnob = "mps"
+
+// mpsOn is the setting mps = true decodes to (the knob's Def.Decode).
+func mpsOn() string {
+	d, _ := knob.Lookup(mpsKnob)
+	s, _ := d.Decode(true)
+	return s
+}

@@ -98,7 +98,7 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if o.Job.MPS && !prof.Knobs.IsSet(mpsKnob) {
 		// --gres=mps:N: Slurm schedules the share and leaves the daemon
 		// to the prolog.
-		prof.Knobs = prof.Knobs.With(mpsKnob, "true")
+		prof.Knobs = prof.Knobs.With(mpsKnob, mpsOn())
 		o.Log.Info("the job asked for gres/mps: mps = true for it", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", o.Job.MPSPercent)
 	}
 	gpus, migDevs, warn := jobGPUs(o)

@@ -23,7 +23,7 @@ var everySetting = map[string]string{
 	"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
 	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
 	"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
-	"housekeeping_cpus": "0-3", "irq_affinity": "on", "mps": "true",
+	"housekeeping_cpus": "0-3", "irq_affinity": "on", "mps": "on",
 }
 
 func TestCatalog(t *testing.T) {

@@ -27,9 +27,9 @@ import (
 //	           (lib/mps: Daemons, Control.Alive; key = mps.Key([uuid]));
 //	           several joined by commas; no nvidia-cuda-mps-control on the
 //	           node is ErrUnsupported
-//	Desired    "true": the job's user (Env.User), once the GPU's compute
-//	           mode allows MPS (mps.Refuse: prohibited is refused);
-//	           "false": leave alone
+//	Desired    "on" (mps = true): the job's user (Env.User), once the
+//	           GPU's compute mode allows MPS (mps.Refuse: prohibited is
+//	           refused); "off": leave alone
 //	Apply(u)   stops the daemons of this GPU serving others, then makes
 //	           u's directories (mps.Create), starts the daemon (through
 //	           Env.MPS.Launcher: a systemd unit or a cgroup of its own)
@@ -80,19 +80,10 @@ func init() {
 		Name: "mps", Order: 1100, Scope: ScopeGPU,
 		Example:    `true`,
 		Doc:        "an NVIDIA MPS control daemon for the job's user on each of its GPUs (nvidia-cuda-mps-control; CUDA_MPS_PIPE_DIRECTORY=" + mps.DefaultBase + "/<user>-<key>/pipe); true, false = leave alone",
-		Decode:     decodeBool,
-		LeaveAlone: "false",
+		Decode:     decodeOnOff,
+		LeaveAlone: string(onOff(false)),
 		gpu:        func(b gpuKnob) Knob { return &mpsKnob{b} },
 	})
-}
-
-// decodeBool accepts true or false, as "true" or "false".
-func decodeBool(raw any) (string, error) {
-	b, ok := raw.(bool)
-	if !ok {
-		return "", errType("true or false")
-	}
-	return strconv.FormatBool(b), nil
 }
 
 func (k *mpsKnob) uuid() string {
@@ -156,17 +147,17 @@ func (k *mpsKnob) Read() (Value, error) {
 	return Value(strings.Join(users, ",")), nil
 }
 
-// Desired turns "true" into the job's user, once the GPU's compute mode
-// is one MPS works in; "false" is leave alone. With no job (GPUKnobs:
+// Desired turns "on" (mps = true) into the job's user, once the GPU's
+// compute mode is one MPS works in; "off" is leave alone. With no job (GPUKnobs:
 // --check-config) or no user (SLURM_JOB_USER unset) only the compute mode
 // is checked, and the value is Unknown, which Apply refuses.
 func (k *mpsKnob) Desired(setting string) (Value, error) {
-	switch strings.ToLower(strings.TrimSpace(setting)) {
-	case "true", "on", "1":
-	case "false", "off", "0":
+	switch Value(setting) {
+	case onOff(true):
+	case onOff(false):
 		return "", fmt.Errorf("%s: %w", k.id, ErrLeaveAlone)
 	default:
-		return "", fmt.Errorf("%s: %q is not true or false", k.id, clip(setting))
+		return "", fmt.Errorf("%s: %q is not on or off", k.id, clip(setting))
 	}
 	if err := k.refuse(); err != nil {
 		return "", err

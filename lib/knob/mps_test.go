@@ -38,7 +38,7 @@ func mpsOf(t *testing.T, env Env) Knob {
 	return ks[0]
 }
 
-// TestMPSStartShareStop: "true" is the job's user; Apply starts one
+// TestMPSStartShareStop: "on" (mps = true) is the job's user; Apply starts one
 // daemon for the GPU with its directories (the pipe directory handed to
 // the user), applying it again starts none, and Apply("") quits it and
 // removes its directories.
@@ -48,11 +48,11 @@ func TestMPSStartShareStop(t *testing.T) {
 	if v, err := k.Read(); v != "" || err != nil {
 		t.Fatalf("Read before = %q, %v", v, err)
 	}
-	v, err := k.Desired("true")
+	v, err := k.Desired("on")
 	if v != "alice" || err != nil {
 		t.Fatalf("Desired(true) = %q, %v", v, err)
 	}
-	if _, err := k.Desired("false"); !errors.Is(err, ErrLeaveAlone) {
+	if _, err := k.Desired("off"); !errors.Is(err, ErrLeaveAlone) {
 		t.Errorf("Desired(false): %v; want leave alone", err)
 	}
 	if err := k.Apply("alice"); err != nil {
@@ -142,7 +142,7 @@ func TestMPSProhibitedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := mpsOf(t, env)
-	if _, err := k.Desired("true"); err == nil || !strings.Contains(err.Error(), "compute mode is prohibited") {
+	if _, err := k.Desired("on"); err == nil || !strings.Contains(err.Error(), "compute mode is prohibited") {
 		t.Errorf("Desired(true) on a prohibited GPU: %v", err)
 	}
 	if err := k.Apply("alice"); err == nil || !strings.Contains(err.Error(), "prohibited") {
@@ -163,7 +163,7 @@ func TestMPSNoUser(t *testing.T) {
 	env, ctl, b, devs := mpsTestEnv(t)
 	env.User = ""
 	k := mpsOf(t, env)
-	if v, err := k.Desired("true"); v != Unknown || err != nil {
+	if v, err := k.Desired("on"); v != Unknown || err != nil {
 		t.Errorf("Desired without a user = %q, %v", v, err)
 	}
 	if err := k.Apply(Unknown); err == nil || !strings.Contains(err.Error(), "SLURM_JOB_USER") {
@@ -171,7 +171,7 @@ func TestMPSNoUser(t *testing.T) {
 	}
 	for _, k := range GPUKnobs(b, devs[0]) {
 		if k.ID().Name == "mps" {
-			if v, err := k.Desired("true"); v != Unknown || err != nil {
+			if v, err := k.Desired("on"); v != Unknown || err != nil {
 				t.Errorf("GPUKnobs' mps Desired = %q, %v", v, err)
 			}
 		}
