@@ -66,3 +66,34 @@ func (r Root) RealUID(pid int) (int, error) {
 	}
 	return 0, fmt.Errorf("%s: no Uid: line", r.Path(file))
 }
+
+// ProcCgroups reads a process's cgroups from file, /proc/<pid>/cgroup
+// (or /proc/self/cgroup): "<id>:<controllers>:<path>" lines, by
+// controller; cgroup v2's "0::<path>" is under "". Garbage is an error
+// naming the file and line.
+func (r Root) ProcCgroups(file string) (map[string]string, error) {
+	s, err := r.ReadString(file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(s, "\n") {
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
+			return nil, fmt.Errorf("%s:%d: %q is not <id>:<controllers>:<path>", file, i+1, clip(line))
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c != "" {
+				out[c] = parts[2]
+			}
+		}
+	}
+	return out, nil
+}

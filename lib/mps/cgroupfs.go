@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -85,26 +87,20 @@ func (c Cgroupfs) open(dir string) (int, string) {
 }
 
 // own is this process's cgroup (this machine's /proc/self/cgroup, whatever
-// Root: the v2 line, else the first), which a plain child inherits.
+// Root), which a plain child inherits: the cgroup v2 one, else the first
+// controller's by name.
 func (c Cgroupfs) own() string {
-	s, err := host.NewRoot("/").ReadString("/proc/self/cgroup")
+	cgs, err := host.NewRoot("/").ProcCgroups("/proc/self/cgroup")
 	if err != nil {
 		return "(unknown: " + err.Error() + ")"
 	}
-	first := ""
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		parts := strings.SplitN(l, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			return parts[2]
-		}
-		if first == "" {
-			first = parts[2]
-		}
+	if cg, ok := cgs[""]; ok {
+		return cg
 	}
-	return first
+	if len(cgs) == 0 {
+		return "(unknown: /proc/self/cgroup lists none)"
+	}
+	return cgs[slices.Min(slices.Collect(maps.Keys(cgs)))]
 }
 
 // Done removes d's cgroup (empty once the daemon and its servers are

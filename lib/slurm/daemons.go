@@ -135,7 +135,7 @@ func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 	cmd, err := r.ReadFile(dir + "/cmdline")
 	if err == nil {
 		d.Cmdline = strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
-		d.Cgroups, err = readProcCgroups(r, dir+"/cgroup")
+		d.Cgroups, err = r.ProcCgroups(dir + "/cgroup")
 	}
 	if err != nil {
 		if host.ProcGone(err) {
@@ -163,33 +163,4 @@ func namedLikeDaemon(r host.Root, dir string) (bool, error) {
 	first, _, _ := strings.Cut(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
 	first = path.Base(strings.TrimSuffix(first, ":"))
 	return daemonName(first) != "", nil
-}
-
-// readProcCgroups parses /proc/<pid>/cgroup: "<id>:<controllers>:<path>"
-// lines, "0::<path>" for cgroup v2.
-func readProcCgroups(r host.Root, file string) (map[string]string, error) {
-	s, err := r.ReadString(file)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for i, line := range strings.Split(s, "\n") {
-		if line == "" {
-			continue
-		}
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
-			return nil, fmt.Errorf("%s:%d: %q is not <id>:<controllers>:<path>", file, i+1, clip(line))
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c != "" {
-				out[c] = parts[2]
-			}
-		}
-	}
-	return out, nil
 }
