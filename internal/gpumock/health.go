@@ -1,6 +1,7 @@
 package gpumock
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 
@@ -22,6 +23,12 @@ type Faults struct {
 	ThrottleReasons        uint64 `json:"throttle_reasons,omitempty"` // added to gpu_idle
 	NVLinksDown            int    `json:"nvlinks_down,omitempty"`     // the first N active links read inactive
 	Processes              []int  `json:"processes,omitempty"`        // compute processes on the GPU
+	// RecoveryAction is what NVML's field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+	// reads (an nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset, 2 node
+	// reboot, 3 drain P2P, 4 drain and reset); RecoveryUnsupported makes
+	// the field NOT_SUPPORTED, as on a driver that lacks it.
+	RecoveryAction      int  `json:"recovery_action,omitempty"`
+	RecoveryUnsupported bool `json:"recovery_unsupported,omitempty"`
 }
 
 // FaultsFile is where a mock on a fixture root reads a GPU's faults.
@@ -66,6 +73,7 @@ func SetFaults(d *server.Device, f Faults) {
 		return ps, nvml.SUCCESS
 	}
 	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+	d.GetFieldValuesFunc = func(vs []nvml.FieldValue) nvml.Return { return fieldValues(vs, f) }
 	if f.NVLinksDown > 0 && d.GetNvLinkStateFunc != nil {
 		state := d.GetNvLinkStateFunc
 		d.GetNvLinkStateFunc = func(l int) (nvml.EnableState, nvml.Return) {
@@ -76,4 +84,20 @@ func SetFaults(d *server.Device, f Faults) {
 			return st, ret
 		}
 	}
+}
+
+// fieldValues answers nvmlDeviceGetFieldValues as the driver does: each
+// value's own return code, NOT_SUPPORTED for a field the mock does not
+// keep. It keeps NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, an unsigned int.
+func fieldValues(vs []nvml.FieldValue, f Faults) nvml.Return {
+	for i := range vs {
+		v := &vs[i]
+		if v.FieldId != nvml.FI_DEV_GET_GPU_RECOVERY_ACTION || f.RecoveryUnsupported {
+			v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		v.NvmlReturn, v.ValueType = uint32(nvml.SUCCESS), uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+		binary.NativeEndian.PutUint32(v.Value[:4], uint32(f.RecoveryAction))
+	}
+	return nvml.SUCCESS
 }

@@ -32,6 +32,15 @@ const healthProgramDeadline = 50 * time.Second
 // not answer yet.
 const scontrolTimeout = 10 * time.Second
 
+// slurmCtl is how gpuprep-health asks slurmctld for the node's state and
+// drains or resumes it: lib/slurm's scontrol calls (argv, no shell). Tests
+// put a simulated node in its place.
+var slurmCtl = struct {
+	show   func(ctx context.Context, node string) (slurm.NodeState, error)
+	drain  func(ctx context.Context, node, reason string) error
+	resume func(ctx context.Context, node string) error
+}{slurm.ShowNode, slurm.Drain, slurm.Resume}
+
 type healthFlags struct {
 	common   cli.Common
 	stateDir string
@@ -163,7 +172,7 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	nsErr := errNoDrain
 	if !f.noDrain {
 		sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
-		ns, nsErr = slurm.ShowNode(sctx, node)
+		ns, nsErr = slurmCtl.show(sctx, node)
 		cancel()
 	}
 	switch {
@@ -271,9 +280,9 @@ func act(ctx context.Context, node string, d health.Decision, log *slog.Logger) 
 	defer cancel()
 	var err error
 	if d.Action == health.Drain {
-		err = slurm.Drain(ctx, node, d.Reason)
+		err = slurmCtl.drain(ctx, node, d.Reason)
 	} else {
-		err = slurm.Resume(ctx, node)
+		err = slurmCtl.resume(ctx, node)
 	}
 	if err != nil {
 		log.Warn("scontrol could not "+string(d.Action)+" the node", "node", node, "err", err)
