@@ -21,15 +21,18 @@ type Released struct {
 //   - every sign of the job is gone, and its prolog ran longer ago than
 //     general.dead_job_grace (the time a job may run without a cgroup,
 //     between its prolog and its first step): Slurm's cgroup tree is on
-//     the node but holds no job_<id> cgroup anywhere (any hierarchy, any
-//     depth) nor, on Slurm 26.05, one named by the job's SLUID, and no slurmstepd of the job runs (a root process whose exe
-//     is slurmstepd, named "slurmstepd: [<id>.<step>]");
+//     the node (a slurmstepd scope or v1 slurm tree where Slurm's own
+//     daemons place it, slurm.FindJobCgroups; never a cgroup under
+//     user.slice or in a subtree a user owns) but holds no job_<id>
+//     cgroup nor, on Slurm 26.05, one named by the job's SLUID, and no
+//     slurmstepd of the job runs (a root process whose exe is slurmstepd,
+//     named "slurmstepd: [<id>.<step>]");
 //   - its prolog ran longer ago than general.max_job_age (when set).
 //
-// Where either cannot be looked at completely (a folder or process that
-// cannot be read for any reason but "does not exist", a tree too large),
-// no job is told dead but by age. except is the job of this run. Jobs of
-// an earlier boot are handled before (dropBootStale).
+// Where either cannot be looked at completely (a folder or root process
+// that cannot be read for any reason but "does not exist", a tree too
+// large), no job is told dead but by age. except is the job of this run.
+// Jobs of an earlier boot are handled before (dropBootStale).
 func deadJobs(o *Options, s *spoolState, except string) []Released {
 	var ev *jobEvidence
 	now := o.now()
@@ -57,42 +60,38 @@ func deadJobs(o *Options, s *spoolState, except string) []Released {
 	return dead
 }
 
-// jobEvidence is what a run found of Slurm's jobs: their cgroups, and
-// Slurm's slurmstepd processes (read when a job has no cgroup).
+// jobEvidence is what a run found of Slurm's jobs: Slurm's daemons (root's
+// slurmd and slurmstepd processes) and the job cgroups where they place
+// them.
 type jobEvidence struct {
-	o       *Options
-	cg      *slurm.JobCgroups // nil when it could not be looked at
 	daemons *slurm.Daemons
-	scanned bool
+	cg      *slurm.JobCgroups // nil when either could not be looked at
 }
 
-// lookForJobs walks Slurm's cgroup tree once per run.
+// lookForJobs scans /proc for Slurm's daemons and, anchored on them, looks
+// for Slurm's job cgroups, once per run. Nothing of a user's (a process
+// named like slurmd, cgroups named like Slurm's in the user's own
+// delegated subtree) counts, nor can stop the search.
 func lookForJobs(o *Options) *jobEvidence {
-	ev := &jobEvidence{o: o}
-	cg, err := slurm.FindJobCgroups(o.Root)
+	ev := &jobEvidence{}
+	d, err := slurm.ScanDaemons(o.Root)
+	if err != nil {
+		o.Log.Warn("cannot look for Slurm's processes; dead jobs are told by age only", "err", err)
+		return ev
+	}
+	cg, err := slurm.FindJobCgroups(o.Root, d)
 	if err != nil {
 		o.Log.Warn("cannot look for Slurm's job cgroups; dead jobs are told by age only", "err", err)
 		return ev
 	}
-	ev.cg = cg
+	ev.daemons, ev.cg = d, cg
 	return ev
 }
 
 // gone says whether every sign of job (with its SLUID, "" before Slurm
 // 26.05) is gone; where names the folders looked in.
 func (ev *jobEvidence) gone(job, sluid string) (bool, string) {
-	if ev.cg == nil || !ev.cg.Present() || ev.cg.Has(job, sluid) {
-		return false, ""
-	}
-	if !ev.scanned {
-		ev.scanned = true
-		d, err := slurm.ScanDaemons(ev.o.Root)
-		if err != nil {
-			ev.o.Log.Warn("cannot look for Slurm's slurmstepd processes; dead jobs are told by age only", "err", err)
-		}
-		ev.daemons = d
-	}
-	if ev.daemons == nil || ev.daemons.HasStepd(job) {
+	if ev.cg == nil || !ev.cg.Present() || ev.cg.Has(job, sluid) || ev.daemons.HasStepd(job) {
 		return false, ""
 	}
 	return true, ev.cg.Where()

@@ -17,6 +17,13 @@ func addProcess(t *testing.T, root string, pid, uid int, exe, cmdline, cgroup st
 	fakeproc.Add(t, root, pid, uid, exe, cmdline, "0::/"+cgroup+"\n")
 }
 
+// slurmdIn moves the fixture's slurmd (fixturegen's, process 1482) into
+// the cgroup v2 cgroup cg.
+func (e *env) slurmdIn(cg string) {
+	e.t.Helper()
+	e.write("proc/1482/cgroup", "0::/"+cg+"\n")
+}
+
 // released says whether a prolog's outcome released job.
 func released(out *Outcome, job string) bool {
 	for _, r := range out.Released {
@@ -33,6 +40,7 @@ func released(out *Outcome, job string) bool {
 // cgroup is gone, it is released.
 func TestLiveJobDeeperThanStaleScope(t *testing.T) {
 	e := newRecoveryEnv(t)
+	e.slurmdIn("system.slice/docker-0a1b.scope/system.slice/slurmd.service")
 	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmstepd.scope"), 0o755)
 	job1 := filepath.Join(e.root, "sys/fs/cgroup/system.slice/docker-0a1b.scope/system.slice/slurmstepd.scope/job_1")
 	os.MkdirAll(filepath.Join(job1, "step_extern"), 0o755)
@@ -75,9 +83,10 @@ func TestStepdKeepsJobAlive(t *testing.T) {
 // not released.
 func TestUnreadableCgroupKeepsJob(t *testing.T) {
 	e := newRecoveryEnv(t)
+	e.slurmdIn("system.slice/docker-0a1b.scope/system.slice/slurmd.service")
 	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmstepd.scope"), 0o755)
 	ctr := filepath.Join(e.root, "sys/fs/cgroup/system.slice/docker-0a1b.scope")
-	os.MkdirAll(filepath.Join(ctr, "slurmstepd.scope/job_1/step_extern"), 0o755)
+	os.MkdirAll(filepath.Join(ctr, "system.slice/slurmstepd.scope/job_1/step_extern"), 0o755)
 	e.prolog(1, []int{0}, "")
 	if err := os.Chmod(ctr, 0); err != nil {
 		t.Fatal(err)
@@ -142,5 +151,23 @@ func TestLiveJobBySLUID(t *testing.T) {
 		if r.Job == "1" && !strings.Contains(r.Reason, "no cgroup s6KSM8TX3WZG00 under") {
 			t.Errorf("reason %q does not name the SLUID cgroup looked for", r.Reason)
 		}
+	}
+}
+
+// On a node whose Slurm uses no cgroups, a job with no cgroup and no
+// slurmstepd may be alive (between its prolog and its first step, or with
+// no step at all): it is never released for that. Cgroups a user names
+// like Slurm's in their own delegated subtree (job_5, x-slurmstepd.scope,
+// even slurmstepd.scope) do not make Slurm's tree look present.
+func TestUserNamedCgroupsKeepSlurmAbsent(t *testing.T) {
+	e := newRecoveryEnv(t)
+	user := "sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service"
+	os.MkdirAll(filepath.Join(e.root, "sys/fs/cgroup/system.slice/slurmd.service"), 0o755)
+	e.prolog(1, []int{0}, "")
+	for _, cg := range []string{"app.slice/job_5", "x-slurmstepd.scope/job_6", "app.slice/slurmstepd.scope/job_7", "gpu_slurmstepd.scope"} {
+		os.MkdirAll(filepath.Join(e.root, user, cg), 0o755)
+	}
+	if out := e.prolog(2, []int{1}, ""); released(out, "1") {
+		t.Errorf("live job 1 released because of the user's cgroups: %+v", out.Released)
 	}
 }

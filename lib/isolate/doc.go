@@ -7,9 +7,10 @@
 //     list, or N whole cores per NUMA node or per socket), from lib/topo.
 //   - targets.go: which cgroups to confine, never one that holds slurmd,
 //     a slurmstepd or a job, nor an ancestor of one: where they run is
-//     read from their processes and Slurm's cgroups at any depth
-//     (lib/slurm's FindLayout); when it cannot be told, nothing is
-//     confined. cgroup v2: the other children of every ancestor of
+//     read from root's slurmd and slurmstepd processes and the cgroups
+//     Slurm places from there (lib/slurm's FindLayout; nothing under
+//     user.slice or owned by a user is Slurm's); when it cannot be told,
+//     nothing is confined. cgroup v2: the other children of every ancestor of
 //     Slurm's cgroups (the services beside slurmd, normally in
 //     system.slice), except configured exclusions, plus user.slice and
 //     init.scope. cgroup v1: the top-level cgroups of the cpuset hierarchy

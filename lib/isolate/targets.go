@@ -45,7 +45,6 @@ const (
 	cgroupMount = "/sys/fs/cgroup"
 	unifiedFile = "/sys/fs/cgroup/cgroup.controllers" // only where /sys/fs/cgroup is cgroup v2
 	v1CpusetDir = "/sys/fs/cgroup/cpuset"
-	stepdSuffix = slurm.StepdScopeSuffix
 )
 
 // Hierarchy is the cpuset hierarchy of a node: cgroup v2 at /sys/fs/cgroup,
@@ -114,13 +113,17 @@ var topUnits = []string{"init.scope", "system.slice", "user.slice"}
 // that holds slurmd, a slurmstepd (Slurm's slurmstepd.scope) or a job, nor
 // an ancestor of one, nor anything inside one. Where slurmd and the jobs
 // run is read from the node itself (slurm.FindLayout): slurmd's processes
-// (its pid file, SlurmdPidFile, and /proc) and their /proc/<pid>/cgroup,
-// every slurmstepd's, and Slurm's scopes and job cgroups at any depth.
-// When it cannot be told, the error wraps ErrUnknownLayout.
+// (its pid file, SlurmdPidFile, and /proc; only root's count) and their
+// /proc/<pid>/cgroup, every slurmstepd's, and Slurm's scopes and job
+// cgroups where those daemons place them (slurm.FindJobCgroups). A cgroup
+// a user names like Slurm's in their own subtree
+// (user.slice/user-<uid>.slice/user@<uid>.service/app.slice/job_5) is the
+// user's, confined with user.slice as a whole like the rest of it. When
+// the layout cannot be told, the error wraps ErrUnknownLayout.
 //
 // cgroup v2: the protected cgroups are slurmd's and every slurmstepd's
-// cgroup, every *slurmstepd.scope and every job_<id>. Each cgroup that is
-// an ancestor of one (system.slice, a nested slurm slice, a container's
+// cgroup, Slurm's slurmstepd scopes and their job cgroups. Each cgroup
+// that is an ancestor of one (system.slice, a nested slurm slice, a container's
 // scope slurmd runs in) has its other children confined: the services
 // beside slurmd, at every level up to the top, where init.scope,
 // system.slice and user.slice are confined as wholes unless they hold
@@ -175,7 +178,7 @@ func (h *Hierarchy) Targets(opt Options) ([]string, error) {
 			cg := path.Join(a, u)
 			switch {
 			case prot[cg], anc[cg], a == "" && !slices.Contains(topUnits, u),
-				strings.HasSuffix(u, stepdSuffix), isSlurmd(u), excluded(u, opt.Exclude):
+				slurm.IsStepdScope(u), isSlurmd(u), excluded(u, opt.Exclude):
 				continue
 			}
 			out = append(out, cg)
@@ -199,7 +202,7 @@ func (h *Hierarchy) targetsV1(opt Options, prot map[string]bool) ([]string, erro
 	}
 	out := []string{rootTasks}
 	for _, d := range dirs {
-		if held[d] || d == "slurm" || strings.HasPrefix(d, "slurm_") || d == hkCgroup || excluded(d, opt.Exclude) {
+		if held[d] || slurm.IsV1Root(d) || d == hkCgroup || excluded(d, opt.Exclude) {
 			continue
 		}
 		out = append(out, d)

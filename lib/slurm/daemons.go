@@ -62,14 +62,16 @@ func daemonName(base string) string {
 const maxProcs = 1 << 17
 
 // ScanDaemons finds every slurmd and slurmstepd process in /proc: a process
-// whose /proc/<pid>/exe is a file named slurmd or slurmstepd (or Debian's
-// slurmd-wlm, slurmstepd-wlm: daemonName) and whose real
-// user (/proc/<pid>/status, Uid:) is root. A user can start a process with
-// any name and command line, even a copy of slurmstepd, but not as root, so
-// none passes for Slurm's. A process that exits meanwhile, or a kernel
-// thread (no exe), is skipped. Any other error (/proc unreadable; a process
-// whose exe cannot be read while its /proc/<pid>/comm or command line names
-// a Slurm daemon) is returned: then what runs on the node cannot be told.
+// whose real user (/proc/<pid>/status, Uid:) is root and whose
+// /proc/<pid>/exe is a file named slurmd or slurmstepd (or Debian's
+// slurmd-wlm, slurmstepd-wlm: daemonName). A user can start a process with
+// any name, command line and exe, even a copy of slurmstepd or one whose exe
+// cannot be read, but not as root: a process of any other user is never a
+// candidate and never makes the scan fail. A process that exits meanwhile,
+// or a kernel thread (no exe), is skipped. Any other error (/proc
+// unreadable; a root process whose exe cannot be read while its
+// /proc/<pid>/comm or command line names a Slurm daemon) is returned: then
+// what runs on the node cannot be told.
 func ScanDaemons(r host.Root) (*Daemons, error) {
 	pids, err := r.PIDs()
 	if err != nil {
@@ -98,38 +100,23 @@ func ScanDaemons(r host.Root) (*Daemons, error) {
 }
 
 // examine reads one process: ok says it is a root slurmd or slurmstepd.
+// Nothing is decided on its exe before its real user: the exe link is read
+// first only because it is the cheaper file (a readlink against formatting
+// /proc/<pid>/status, about a sixth of the cost over a node's processes),
+// and status is read only for a process whose exe names a daemon or could
+// not be read.
 func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	exe, err := os.Readlink(r.Path(dir + "/exe"))
 	if err != nil {
-		if host.ProcGone(err) {
-			return Daemon{}, false, nil
-		}
-		// Unreadable (EACCES): it matters only if it may be Slurm's.
-		named, nerr := namedLikeDaemon(r, dir)
-		switch {
-		case nerr != nil && host.ProcGone(nerr):
-			return Daemon{}, false, nil
-		case nerr != nil:
-			return Daemon{}, false, fmt.Errorf("process %d: %w", pid, nerr)
-		case named:
-			return Daemon{}, false, fmt.Errorf("process %d, named like a Slurm daemon: %w", pid, err)
-		}
-		return Daemon{}, false, nil
+		return Daemon{}, false, unreadableExe(r, pid, err)
 	}
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	if daemonName(path.Base(exe)) == "" {
 		return Daemon{}, false, nil
 	}
-	uid, err := r.RealUID(pid)
-	if err != nil {
-		if host.ProcGone(err) {
-			return Daemon{}, false, nil
-		}
-		return Daemon{}, false, fmt.Errorf("process %d: %w", pid, err)
-	}
-	if uid != 0 {
-		return Daemon{}, false, nil // a user's copy
+	if root, err := rootProcess(r, pid); err != nil || !root {
+		return Daemon{}, false, err // a user's copy, or gone
 	}
 	d = Daemon{PID: pid, Exe: exe}
 	cmd, err := r.ReadFile(dir + "/cmdline")
@@ -144,6 +131,44 @@ func examine(r host.Root, pid int) (d Daemon, ok bool, err error) {
 		return Daemon{}, false, fmt.Errorf("process %d: %w", pid, err)
 	}
 	return d, true, nil
+}
+
+// unreadableExe judges a process whose /proc/<pid>/exe could not be read
+// (exeErr: EACCES, ENAMETOOLONG for a path longer than PATH_MAX): nil when
+// it exited or is not root's (never Slurm's, whatever it is named); an
+// error when it is root's and named like a Slurm daemon, since then
+// whether it is one cannot be told.
+func unreadableExe(r host.Root, pid int, exeErr error) error {
+	if host.ProcGone(exeErr) {
+		return nil
+	}
+	root, err := rootProcess(r, pid)
+	if err != nil || !root {
+		return err
+	}
+	named, err := namedLikeDaemon(r, "/proc/"+strconv.Itoa(pid))
+	switch {
+	case err != nil && host.ProcGone(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("process %d: %w", pid, err)
+	case named:
+		return fmt.Errorf("root process %d, named like a Slurm daemon: %w", pid, exeErr)
+	}
+	return nil
+}
+
+// rootProcess says whether process pid runs as root: its real user id
+// (/proc/<pid>/status, Uid:) is 0. One that exited is not (false, nil).
+func rootProcess(r host.Root, pid int) (bool, error) {
+	uid, err := r.RealUID(pid)
+	if err != nil {
+		if host.ProcGone(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return uid == 0, nil
 }
 
 // namedLikeDaemon says whether a process's command name (/proc/<pid>/comm)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"gpuprep/internal/fakeproc"
 	"gpuprep/lib/host"
 )
 
@@ -18,11 +19,29 @@ func mkdirs(t *testing.T, root string, dirs ...string) {
 	}
 }
 
+// findJobs is FindJobCgroups on a fixture root, with the daemons
+// ScanDaemons finds in its /proc.
+func findJobs(t *testing.T, root string) (*JobCgroups, error) {
+	t.Helper()
+	d, err := ScanDaemons(host.NewRoot(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FindJobCgroups(host.NewRoot(root), d)
+}
+
+// addSlurmd gives a fixture root a root slurmd in the cgroup v2 cgroup cg.
+func addSlurmd(t *testing.T, root, cg string) {
+	t.Helper()
+	fakeproc.Add(t, root, 812, 0, "usr/sbin/slurmd", "/usr/sbin/slurmd --systemd", "0::/"+cg+"\n")
+}
+
 func TestJobCgroupsV2(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmd.service", "sys/fs/cgroup/system.slice/slurmstepd.scope/job_12/step_extern")
 	os.WriteFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers"), []byte("cpuset cpu memory\n"), 0o644)
-	jc, err := FindJobCgroups(host.NewRoot(root))
+	addSlurmd(t, root, "system.slice/slurmd.service")
+	jc, err := findJobs(t, root)
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
@@ -40,7 +59,8 @@ func TestJobCgroupsV2WithoutSlurmCgroups(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmd.service")
 	os.WriteFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers"), []byte("cpuset\n"), 0o644)
-	jc, err := FindJobCgroups(host.NewRoot(root))
+	addSlurmd(t, root, "system.slice/slurmd.service")
+	jc, err := findJobs(t, root)
 	if err != nil || jc.Present() {
 		t.Fatalf("present=%v err=%v (want absent)", jc.Present(), err)
 	}
@@ -50,7 +70,7 @@ func TestJobCgroupsV1(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root, "sys/fs/cgroup/freezer/slurm/uid_1000/job_7/step_0", "sys/fs/cgroup/memory/slurm/uid_1001",
 		"sys/fs/cgroup/unified/system.slice/slurmd.service", "sys/fs/cgroup/cpuset/slurm_node3/uid_5/job_9")
-	jc, err := FindJobCgroups(host.NewRoot(root))
+	jc, err := FindJobCgroups(host.NewRoot(root), nil) // v1 trees sit at each hierarchy's root, slurmd known or not
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
@@ -60,13 +80,13 @@ func TestJobCgroupsV1(t *testing.T) {
 	// The hierarchy without any job yet still counts as present.
 	root2 := t.TempDir()
 	mkdirs(t, root2, "sys/fs/cgroup/freezer/slurm")
-	if jc, _ := FindJobCgroups(host.NewRoot(root2)); !jc.Present() || jc.Has("1", "") {
+	if jc, _ := FindJobCgroups(host.NewRoot(root2), nil); !jc.Present() || jc.Has("1", "") {
 		t.Errorf("empty v1 slurm hierarchy: present=%v", jc.Present())
 	}
 }
 
 func TestJobCgroupsNone(t *testing.T) {
-	jc, err := FindJobCgroups(host.NewRoot(t.TempDir()))
+	jc, err := FindJobCgroups(host.NewRoot(t.TempDir()), nil)
 	if err != nil || jc.Present() || jc.Has("1", "") {
 		t.Fatalf("no cgroupfs: present=%v err=%v", jc.Present(), err)
 	}
@@ -83,7 +103,8 @@ func TestJobCgroupsV2SLUID(t *testing.T) {
 		"sys/fs/cgroup/system.slice/s7AAAAAAAAAAAA",
 		"sys/fs/cgroup/system.slice/gpunode_slurmstepd.scope/s7bbbbbbbbbbbb")
 	os.WriteFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers"), []byte("cpuset cpu memory\n"), 0o644)
-	jc, err := FindJobCgroups(host.NewRoot(root))
+	addSlurmd(t, root, "system.slice/slurmd.service/slurmd")
+	jc, err := findJobs(t, root)
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
@@ -134,6 +155,16 @@ func TestProcInJob(t *testing.T) {
 		{"0::/system.slice/slurmstepd.scope/job_421/step_0\n", "42", "", false},
 		{sl, "1", "s6KSM8TX3WZG00", true}, {sl, "1", "", false}, {sl, "1", "s7AAAAAAAAAAAA", false},
 		{"garbage", "42", "", false},
+		{"4:cpuset:/slurm_n1/uid_1000/job_42/step_0\n", "42", "", true},
+		// A user's own cgroups named like Slurm's are no job's.
+		{"0::/user.slice/user-1000.slice/user@1000.service/app.slice/job_42\n", "42", "", false},
+		{"0::/user.slice/user-1000.slice/user@1000.service/x_slurmstepd.scope/job_42\n", "42", "", false},
+		{"0::/user.slice/user-1000.slice/user@1000.service/slurmstepd.scope/s6KSM8TX3WZG00\n", "1", "s6KSM8TX3WZG00", false},
+		{"0::/system.slice/cron.service/job_42\n", "42", "", false},
+		// Only the first job on the path counts: v1 hands a step's cgroup
+		// to its user, who can make another job's name below it.
+		{"4:cpuset:/slurm/uid_1000/job_5/step_0/slurm/uid_1/job_42\n", "42", "", false},
+		{"4:cpuset:/slurm/uid_1000/job_5/step_0/slurm/uid_1/job_42\n", "5", "", true},
 	} {
 		if got := ProcInJob(c.file, c.job, c.sluid); got != c.want {
 			t.Errorf("ProcInJob(%q, %s, %q) = %v, want %v", c.file, c.job, c.sluid, got, c.want)

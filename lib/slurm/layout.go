@@ -29,9 +29,9 @@ var ErrNoSlurmd = errors.New("no slurmd process found")
 // FindLayout finds Slurm's layout on the node: slurmd's pid from its pid
 // file (SlurmdPidFileFor: slurmConfEnv is SLURM_CONF's value, node
 // SLURMD_NODENAME) and every slurmd and slurmstepd in /proc (ScanDaemons),
-// then Slurm's cgroups (FindJobCgroups). An error says the layout cannot be
-// told: no slurmd found (ErrNoSlurmd), /proc or the cgroup tree unreadable,
-// or too large to search.
+// then Slurm's cgroups where those daemons place them (FindJobCgroups). An
+// error says the layout cannot be told: no slurmd found (ErrNoSlurmd),
+// /proc or the cgroup tree unreadable, or too large to search.
 func FindLayout(r host.Root, slurmConfEnv, node string) (*Layout, error) {
 	l := &Layout{}
 	var confErr error
@@ -49,7 +49,7 @@ func FindLayout(r host.Root, slurmConfEnv, node string) (*Layout, error) {
 		}
 		return nil, fmt.Errorf("%w: %s; no root process in /proc runs a file named %s", ErrNoSlurmd, why, SlurmdName)
 	}
-	if l.Cgroups, err = FindJobCgroups(r); err != nil {
+	if l.Cgroups, err = FindJobCgroups(r, d); err != nil {
 		return nil, err
 	}
 	return l, nil

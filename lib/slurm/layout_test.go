@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,22 +23,132 @@ func writeFile(t *testing.T, dir, rel, content string) {
 }
 
 // A stale or second slurmstepd.scope near the top does not hide the live
-// jobs deeper (slurmd in a container, or a nested slice): job_<id> counts
-// at any depth, in every scope, and nothing below a job is walked.
+// jobs deeper (slurmd in a container, or a nested slice): each scope next to
+// slurmd's cgroup or a cgroup above it counts, with its jobs, and nothing
+// below a job is read.
 func TestJobCgroupsAnyDepth(t *testing.T) {
 	root := t.TempDir()
-	deep := "sys/fs/cgroup/system.slice/docker-0a1b.scope/system.slice/system-slurm.slice/system-slurm-gpu.slice/gpu1_slurmstepd.scope"
-	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmstepd.scope", deep+"/job_1/step_0/user/task_0", deep+"/job_1/step_0/job_77")
+	slice := "system.slice/docker-0a1b.scope/system.slice/system-slurm.slice/system-slurm-gpu.slice"
+	deep := "sys/fs/cgroup/" + slice + "/gpu1_slurmstepd.scope"
+	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmstepd.scope", deep+"/job_1/step_0/user/task_0", deep+"/job_1/step_0/job_77",
+		"sys/fs/cgroup/"+slice+"/slurmd.service")
 	writeFile(t, root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n")
-	jc, err := FindJobCgroups(host.NewRoot(root))
+	addSlurmd(t, root, slice+"/slurmd.service")
+	jc, err := findJobs(t, root)
 	if err != nil || !jc.Present() {
 		t.Fatalf("present=%v err=%v", jc.Present(), err)
 	}
 	if !jc.Has("1", "") || jc.Has("77", "") || jc.Has("2", "") {
-		t.Errorf("Has(1)=%v Has(77)=%v Has(2)=%v; want only job 1 (nothing under a job is walked)", jc.Has("1", ""), jc.Has("77", ""), jc.Has("2", ""))
+		t.Errorf("Has(1)=%v Has(77)=%v Has(2)=%v; want only job 1 (nothing under a job is read)", jc.Has("1", ""), jc.Has("77", ""), jc.Has("2", ""))
 	}
 	if want := []string{"/" + deep, "/sys/fs/cgroup/system.slice/slurmstepd.scope"}; !slices.Equal(jc.Scopes, want) {
 		t.Errorf("Scopes = %q, want %q", jc.Scopes, want)
+	}
+}
+
+// Where Slurm's scope is found from: the cgroup of a root slurmstepd in it
+// (slurmd elsewhere, as with Slice= on Slurm before 25.11, which puts its
+// scope in system.slice whatever slurmd's slice), slurmd started by hand
+// (Slurm moves it into <scope>/slurmd), and system.slice below PID 1's
+// parent cgroup, where Slurm's plugin computes it (a container's PID 1).
+func TestJobCgroupsAnchors(t *testing.T) {
+	for name, c := range map[string]struct {
+		prep  func(t *testing.T, root string)
+		scope string
+	}{
+		"a slurmstepd's cgroup": {func(t *testing.T, root string) {
+			addSlurmd(t, root, "slurm.slice/slurmd.service/slurmd")
+			fakeproc.Add(t, root, 900, 0, "usr/sbin/slurmstepd", "slurmstepd infinity", "0::/system.slice/slurmstepd.scope/system\n")
+		}, "system.slice/slurmstepd.scope"},
+		"slurmd in the scope": {func(t *testing.T, root string) {
+			addSlurmd(t, root, "system.slice/n1_slurmstepd.scope/slurmd")
+		}, "system.slice/n1_slurmstepd.scope"},
+		"PID 1's parent": {func(t *testing.T, root string) {
+			addSlurmd(t, root, "slurm.slice/slurmd.service")
+			writeFile(t, root, "proc/1/cgroup", "0::/machine.slice/ctr1.scope/init.scope\n")
+		}, "machine.slice/ctr1.scope/system.slice/slurmstepd.scope"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n")
+			mkdirs(t, root, "sys/fs/cgroup/slurm.slice/slurmd.service/slurmd", "sys/fs/cgroup/"+c.scope+"/job_4/step_0",
+				"sys/fs/cgroup/other.slice/slurmstepd.scope/job_5")
+			c.prep(t, root)
+			jc, err := findJobs(t, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"/sys/fs/cgroup/" + c.scope}; !slices.Equal(jc.Scopes, want) || !jc.Has("4", "") || jc.Has("5", "") {
+				t.Errorf("Scopes = %q (Has(4)=%v, Has(5)=%v), want %q: other.slice's is placed by nothing of Slurm's", jc.Scopes, jc.Has("4", ""), jc.Has("5", ""), want)
+			}
+		})
+	}
+}
+
+// lowerCgroupBound sets maxCgroupDirs to n for the test.
+func lowerCgroupBound(t *testing.T, n int) {
+	old := maxCgroupDirs
+	maxCgroupDirs = n
+	t.Cleanup(func() { maxCgroupDirs = old })
+}
+
+// userTree is a user's delegated subtree (systemd's user manager).
+const userTree = "sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service"
+
+// Cgroups a user names like Slurm's in their own subtree (job_5,
+// x-slurmstepd.scope, even slurmstepd.scope) are not Slurm's, and a
+// subtree of any depth or size there is never read: on a node whose Slurm
+// uses no cgroups, the tree is not present.
+func TestJobCgroupsUserSubtree(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n")
+	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmd.service", userTree+"/app.slice/job_5", userTree+"/x-slurmstepd.scope/job_6",
+		userTree+"/app.slice/slurmstepd.scope/job_7", userTree+"/slurmstepd.scope/s6KSM8TX3WZG00",
+		"sys/fs/cgroup/user.slice/user-1000.slice/n1_slurmstepd.scope/job_8", userTree+"/app.slice/"+strings.Repeat("d/", 40))
+	lowerCgroupBound(t, 100)
+	for i := range maxCgroupDirs + 1 {
+		mkdirs(t, root, fmt.Sprintf("%s/app.slice/many/c%d", userTree, i))
+	}
+	addSlurmd(t, root, "system.slice/slurmd.service")
+	// The user's own processes in their cgroups, one named slurmstepd.
+	fakeproc.Add(t, root, 7000, 1000, "home/u/slurmstepd", "slurmstepd: [6.0]", "0::/user.slice/user-1000.slice/user@1000.service/x-slurmstepd.scope/job_6\n")
+	for name, daemons := range map[string]bool{"slurmd known": true, "slurmd not known": false} {
+		t.Run(name, func(t *testing.T) {
+			var d *Daemons
+			if daemons {
+				var err error
+				if d, err = ScanDaemons(host.NewRoot(root)); err != nil || len(d.Slurmd) != 1 {
+					t.Fatalf("daemons %+v, %v", d, err)
+				}
+			}
+			jc, err := FindJobCgroups(host.NewRoot(root), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jc.Present() || len(jc.Jobs) > 0 {
+				t.Errorf("the user's cgroups pass for Slurm's: scopes %q, jobs %q", jc.Scopes, jc.Jobs)
+			}
+		})
+	}
+}
+
+// A scope next to slurmd whose folder another user owns (the hierarchy's
+// root is root's) was not made by Slurm: not Slurm's.
+func TestJobCgroupsOwnedByUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a folder away")
+	}
+	root := t.TempDir()
+	writeFile(t, root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n")
+	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmd.service", "sys/fs/cgroup/system.slice/u_slurmstepd.scope/job_9",
+		"sys/fs/cgroup/system.slice/slurmstepd.scope/job_1")
+	if err := os.Chown(filepath.Join(root, "sys/fs/cgroup/system.slice/u_slurmstepd.scope"), 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	addSlurmd(t, root, "system.slice/slurmd.service")
+	jc, err := findJobs(t, root)
+	if err != nil || !jc.Has("1", "") || jc.Has("9", "") {
+		t.Errorf("scopes %q, jobs %q, %v; want system.slice/slurmstepd.scope's job_1 only", jc.Scopes, jc.Jobs, err)
 	}
 }
 
@@ -48,36 +159,42 @@ func TestJobCgroupsNoSymlinks(t *testing.T) {
 	mkdirs(t, root, "sys/fs/cgroup/cpu,cpuacct/slurm/uid_0/job_4", "elsewhere/job_5")
 	os.Symlink("cpu,cpuacct", filepath.Join(root, "sys/fs/cgroup/cpu"))
 	os.Symlink("../../../../../elsewhere", filepath.Join(root, "sys/fs/cgroup/cpu,cpuacct/slurm/uid_0/more"))
-	jc, err := FindJobCgroups(host.NewRoot(root))
+	jc, err := FindJobCgroups(host.NewRoot(root), nil)
 	if err != nil || !jc.Has("4", "") || jc.Has("5", "") || len(jc.Jobs) != 1 {
 		t.Fatalf("jobs %q, err %v; want only cpu,cpuacct's job_4", jc.Jobs, err)
 	}
 }
 
 // A folder that cannot be read (permission denied) leaves which jobs have
-// a cgroup unknown: an error, never "no cgroup". Past the walk's bounds
-// likewise.
+// a cgroup unknown: an error, never "no cgroup". Past the search's bound
+// (in folders only root can fill) likewise.
 func TestJobCgroupsUnreadable(t *testing.T) {
 	root := t.TempDir()
-	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmstepd.scope", "sys/fs/cgroup/system.slice/docker-1.scope/slurmstepd.scope/job_3")
+	ctr := "system.slice/docker-1.scope"
+	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmstepd.scope", "sys/fs/cgroup/"+ctr+"/system.slice/slurmstepd.scope/job_3")
 	writeFile(t, root, "sys/fs/cgroup/cgroup.controllers", "cpuset\n")
-	locked := filepath.Join(root, "sys/fs/cgroup/system.slice/docker-1.scope")
+	addSlurmd(t, root, ctr+"/system.slice/slurmd.service")
+	locked := filepath.Join(root, "sys/fs/cgroup", ctr)
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(locked, 0o755) })
 	var jc *JobCgroups
 	var err error
-	fakeproc.WithoutDACOverride(t, func() { jc, err = FindJobCgroups(host.NewRoot(root)) })
+	fakeproc.WithoutDACOverride(t, func() { jc, err = findJobs(t, root) })
 	if !errors.Is(err, os.ErrPermission) || jc != nil {
 		t.Errorf("FindJobCgroups = %+v, %v; want permission denied", jc, err)
 	}
 
-	deep := t.TempDir()
-	writeFile(t, deep, "sys/fs/cgroup/cgroup.controllers", "cpuset\n")
-	mkdirs(t, deep, "sys/fs/cgroup/"+strings.Repeat("a/", maxCgroupDepth+1))
-	if _, err := FindJobCgroups(host.NewRoot(deep)); !errors.Is(err, ErrCgroupTreeTooLarge) {
-		t.Errorf("a tree deeper than the bound: %v", err)
+	lowerCgroupBound(t, 100)
+	big := t.TempDir()
+	writeFile(t, big, "sys/fs/cgroup/cgroup.controllers", "cpuset\n")
+	for i := range maxCgroupDirs {
+		mkdirs(t, big, fmt.Sprintf("sys/fs/cgroup/system.slice/s%d.service", i))
+	}
+	addSlurmd(t, big, "system.slice/s0.service")
+	if _, err := findJobs(t, big); !errors.Is(err, ErrCgroupTreeTooLarge) {
+		t.Errorf("a tree past the bound: %v", err)
 	}
 }
 
@@ -124,9 +241,11 @@ func TestScanDaemons(t *testing.T) {
 			t.Errorf("HasStepd(%s) = %v", job, !want)
 		}
 	}
-	// exe not a link (EINVAL, as EACCES would be): named slurmstepd, the
-	// scan cannot tell; named otherwise, it is passed over.
+	// exe not a link (EINVAL, as EACCES or ENAMETOOLONG would be): a root
+	// process named slurmstepd, the scan cannot tell; named otherwise, it
+	// is passed over.
 	writeFile(t, dir, "proc/3000/exe", "")
+	writeFile(t, dir, "proc/3000/status", "Name:\tbash\nUid:\t0\t0\t0\t0\n")
 	writeFile(t, dir, "proc/3000/comm", "bash\n")
 	writeFile(t, dir, "proc/3000/cmdline", "bash\x00")
 	if _, err := ScanDaemons(host.NewRoot(dir)); err != nil {
@@ -134,7 +253,15 @@ func TestScanDaemons(t *testing.T) {
 	}
 	writeFile(t, dir, "proc/3000/comm", "slurmstepd\n")
 	if _, err := ScanDaemons(host.NewRoot(dir)); !errors.Is(err, syscall.EINVAL) {
-		t.Errorf("an unreadable slurmstepd: %v, want an error", err)
+		t.Errorf("an unreadable root slurmstepd: %v, want an error", err)
+	}
+	// Any other user's process is never Slurm's, whatever its name and
+	// however unreadable its exe: passed over, the scan goes on.
+	writeFile(t, dir, "proc/3000/status", "Name:\tslurmd\nUid:\t1000\t0\t0\t0\n")
+	writeFile(t, dir, "proc/3000/comm", "slurmd\n")
+	writeFile(t, dir, "proc/3000/cmdline", "/usr/sbin/slurmd\x00")
+	if d, err := ScanDaemons(host.NewRoot(dir)); err != nil || len(d.Slurmd) != 1 || d.Slurmd[0].PID != 812 {
+		t.Errorf("a user's unreadable slurmd: %+v, %v; want slurmd 812 only", d, err)
 	}
 }
 
