@@ -82,12 +82,18 @@ func (d *daemon) run() int {
 			return 1
 		}
 	}
-	os.WriteFile(d.pipe+"/nvidia-cuda-mps-control.pid", []byte(strconv.Itoa(os.Getpid())), 0o666)
+	if f, err := os.OpenFile(d.pipe+"/nvidia-cuda-mps-control.pid", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644); err == nil {
+		f.WriteString(strconv.Itoa(os.Getpid()))
+		f.Close()
+	}
 	ln, err := net.Listen("unix", d.pipe+"/control")
 	if err != nil {
 		d.logf("listen: %v", err)
 		return 1
 	}
+	// Any user's client may connect: the real daemon leaves the socket
+	// 0666, and the pipe directory decides who reaches it.
+	os.Chmod(d.pipe+"/control", 0o666)
 	d.logf("started")
 	for {
 		c, err := ln.Accept()

@@ -31,12 +31,14 @@ import (
 //	           GPU's compute mode allows MPS (mps.Refuse: prohibited is
 //	           refused); "off": leave alone
 //	Apply(u)   stops the daemons of this GPU serving others, then makes
-//	           u's directories (mps.Create), starts the daemon (through
-//	           Env.MPS.Launcher: a systemd unit or a cgroup of its own)
-//	           and hands the pipe directory to u (mps.Grant)
+//	           u's directories, root's (mps.Create), starts the daemon
+//	           (through Env.MPS.Launcher: a systemd unit or a cgroup of
+//	           its own) and gives u search access to the pipe directory
+//	           (mps.Grant: an ACL entry, nothing more)
 //	Apply("")  quit (bounded, then kill: Control.Quit), checks that no
 //	           daemon or server of the directory is left, ends the unit or
-//	           cgroup (Control.Done), removes the directories (mps.Remove)
+//	           cgroup (Control.Done), moves the directories aside and
+//	           deletes them (mps.Remove)
 //
 // The compute mode is never changed here (gpu_compute_mode, ordered
 // before, does that). A job of another user on a GPU whose daemon serves
@@ -252,7 +254,7 @@ func (k *mpsKnob) up(ctx context.Context, ctl mps.Control, key, user string) err
 			return err
 		}
 	}
-	if d.UID, d.GID, err = k.owner(user); err != nil {
+	if d.UID, err = k.owner(user); err != nil {
 		return err
 	}
 	if err := mps.Create(p, d.UID); err != nil {
@@ -296,28 +298,32 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 	if err := ctl.Done(ctx, d); err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
-	if err := mps.Remove(p); err != nil {
+	pg, err := mps.Remove(p)
+	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	if pg.Left && k.env.MPS.Log != nil {
+		k.env.MPS.Log.Warn("MPS directory moved aside but not wholly deleted yet; the next start or stop goes on with it",
+			"knob", k.id.String(), "dir", p.Dir, "entries", pg.Entries, "why", pg.Err)
 	}
 	return nil
 }
 
-// owner is the uid and gid of user: the job's (Env) when it is the job's
-// user, else the system's user database.
-func (k *mpsKnob) owner(name string) (int, int, error) {
-	if name == k.env.User && k.env.UID >= 0 && k.env.GID >= 0 {
-		return k.env.UID, k.env.GID, nil
+// owner is the uid of user: the job's (Env) when it is the job's user,
+// else the system's user database.
+func (k *mpsKnob) owner(name string) (int, error) {
+	if name == k.env.User && k.env.UID >= 0 {
+		return k.env.UID, nil
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: user %q: %w", k.id, name, err)
+		return 0, fmt.Errorf("%s: user %q: %w", k.id, name, err)
 	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("%s: user %q: uid %q, gid %q", k.id, name, u.Uid, u.Gid)
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return 0, fmt.Errorf("%s: user %q: uid %q", k.id, name, u.Uid)
 	}
-	return uid, gid, nil
+	return uid, nil
 }
 
 // Conflict words the warning for job, whose user (wants) finds this GPU's

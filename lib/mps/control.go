@@ -18,9 +18,9 @@ import (
 
 // Daemon is one control daemon: the GPUs it serves and its directories.
 type Daemon struct {
-	UUIDs    []string // CUDA_VISIBLE_DEVICES, in the job's GPU index order
-	Paths    Paths    // from Dirs, made by Create
-	UID, GID int      // the job's user, given the pipe directory (Grant)
+	UUIDs []string // CUDA_VISIBLE_DEVICES, in the job's GPU index order
+	Paths Paths    // from Dirs, made by Create
+	UID   int      // the job's user, given search access to the pipe directory (Grant)
 }
 
 // Control starts, asks and stops control daemons. Exec runs the real
@@ -199,8 +199,9 @@ func firstLine(out []byte) string {
 
 // Start runs `nvidia-cuda-mps-control -d` with CUDA_VISIBLE_DEVICES set
 // to d's UUIDs and the pipe and log directories to d's (made by Create),
-// waits, up to the timeout, for the daemon to show in /proc, hands the
-// pipe directory to d's user (Grant) and returns the daemon's pid. When
+// waits, up to the timeout, for the daemon to show in /proc, gives d's
+// user search access to the pipe directory (Grant) and returns the
+// daemon's pid. When
 // the hand-over fails the daemon is stopped again (Quit, 1 s).
 func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 	if _, err := Key(d.UUIDs); err != nil {
@@ -224,7 +225,7 @@ func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 			return 0, err
 		}
 		if pid > 0 {
-			if err := Grant(d.Paths, d.UID, d.GID); err != nil {
+			if err := Grant(d.Paths, d.UID); err != nil {
 				e.Quit(context.WithoutCancel(ctx), d, time.Second)
 				e.Done(context.WithoutCancel(ctx), d)
 				return 0, err

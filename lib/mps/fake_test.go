@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	case ControlName, ServerName:
 		os.Exit(mpssim.Main(os.Args, fakeEnv))
 	}
+	if dir := os.Getenv(removeChildEnv); dir != "" {
+		os.Exit(removeChild(dir))
+	}
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	code := m.Run()
 	for {

@@ -20,93 +20,109 @@ var ErrSymlink = errors.New("is a symlink; refusing")
 // opened without following a symlink (openat O_NOFOLLOW), missing ones are
 // made 0755, and each must belong to root (this process's user) and be
 // writable by it alone (a sticky directory like /tmp may be an ancestor of
-// the base); p.Dir is made root's 0755, and p.Pipe and p.Log root's 0700
-// and emptied (what a dead daemon left, or what the user planted while
-// the pipe directory was theirs). A pre-existing pipe or log directory
-// must belong to root or to uid, the job's user. A symlink anywhere is
-// refused (ErrSymlink), and so is a directory another user owns.
+// the base). p.Dir is kept when it is a directory of root's that nobody
+// else may write (an earlier daemon's, or one a caller made for the
+// simulated daemon's markers), else moved aside; p.Pipe and p.Log, with
+// whatever they hold (what a dead daemon left, or what a user planted
+// where an older gpuprep gave them the pipe directory), are always moved
+// aside into the base's TrashName and made anew, root's 0700; the trash
+// is emptied (Remove). A symlink on the way to the base is refused
+// (ErrSymlink), and so is a directory another user owns or may write
+// there. uid is the job's user, for messages.
 //
 // The daemon (root) makes its files in both at start: sockets, a FIFO,
 // its pid file and the logs, server.log included (servers write it
-// through the daemon). Only then does Start hand the pipe directory to
-// the user (Grant), so no file the daemon makes can be one the user
-// planted; the log directory stays root's.
+// through the daemon). Only then does Start give the user search access
+// to the pipe directory (Grant); both directories stay root's.
 func Create(p Paths, uid int) error {
 	base, err := walk(filepath.Dir(p.Dir), true)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(base)
-	dir, err := subdir(base, p.Dir, 0o755)
+	trash, trashPath, err := openTrash(base, filepath.Dir(p.Dir))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(trash)
+	dir, err := daemonDir(base, trash, p.Dir)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(dir)
-	if err := trust(dir, p.Dir, false); err != nil {
-		return err
-	}
-	if err := unix.Fchmod(dir, 0o755); err != nil {
-		return &os.PathError{Op: "chmod", Path: p.Dir, Err: err}
-	}
 	for _, full := range []string{p.Pipe, p.Log} {
-		if err := rootDir(dir, full, uid); err != nil {
-			return err
+		if err := moveInto(dir, filepath.Base(full), trash); err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "rename into " + trashPath, Path: full, Err: err}
+		}
+		if err := newRootDir(dir, full); err != nil {
+			return fmt.Errorf("%w (the daemon of uid %d)", err, uid)
 		}
 	}
+	emptyTrash(base, trash, trashPath) // what it leaves, the next Remove goes on with
 	return nil
 }
 
-// rootDir makes or takes over the directory full (in dir) as root's 0700
-// and empties it.
-func rootDir(dir int, full string, uid int) error {
-	fd, err := subdir(dir, full, 0o700)
+// daemonDir opens the daemon's directory full (in base): the one there
+// when it is a directory of root's nobody else may write, else (missing,
+// a symlink, a file, another's) a new one, root's 0755, what was there
+// moved into trash.
+func daemonDir(base, trash int, full string) (int, error) {
+	fd, err := openDir(base, full)
+	if err == nil {
+		if trust(fd, full, false) == nil {
+			return fd, rootOnly(fd, full, 0o755)
+		}
+		unix.Close(fd)
+	}
+	if err := moveInto(base, filepath.Base(full), trash); err != nil && !errors.Is(err, unix.ENOENT) {
+		return -1, &os.PathError{Op: "rename aside", Path: full, Err: err}
+	}
+	if err := unix.Mkdirat(base, filepath.Base(full), 0o755); err != nil {
+		return -1, &os.PathError{Op: "mkdir", Path: full, Err: err}
+	}
+	if fd, err = openDir(base, full); err != nil {
+		return -1, err
+	}
+	return fd, rootOnly(fd, full, 0o755)
+}
+
+// newRootDir makes the directory full (its last component, in dir) as
+// root's 0700; it must not exist.
+func newRootDir(dir int, full string) error {
+	if err := unix.Mkdirat(dir, filepath.Base(full), 0o700); err != nil {
+		return &os.PathError{Op: "mkdir", Path: full, Err: err}
+	}
+	fd, err := openDir(dir, full)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return &os.PathError{Op: "stat", Path: full, Err: err}
-	}
-	if int(st.Uid) != os.Geteuid() && int(st.Uid) != uid {
-		return fmt.Errorf("mps: %s belongs to uid %d, neither root nor the job's user (uid %d); refusing", full, st.Uid, uid)
-	}
+	return rootOnly(fd, full, 0o700)
+}
+
+// rootOnly makes the open directory fd (path full) this process's (root's)
+// with mode, whatever the umask left.
+func rootOnly(fd int, full string, mode uint32) error {
 	if err := unix.Fchown(fd, os.Geteuid(), os.Getegid()); err != nil {
 		return &os.PathError{Op: "chown", Path: full, Err: err}
 	}
-	if err := unix.Fchmod(fd, 0o700); err != nil {
+	if err := unix.Fchmod(fd, mode); err != nil {
 		return &os.PathError{Op: "chmod", Path: full, Err: err}
-	}
-	return empty(fd, full)
-}
-
-// empty removes what the open directory fd (path full) holds.
-func empty(fd int, full string) error {
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		return &os.PathError{Op: "dup", Path: full, Err: err}
-	}
-	d := os.NewFile(uintptr(dup), full)
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("mps: read %s: %w", full, err)
-	}
-	for _, n := range names {
-		if err := removeTree(fd, filepath.Join(full, n), 1); err != nil {
-			return err
-		}
 	}
 	return nil
 }
 
-// Grant hands p's pipe directory to the job's user uid:gid, mode 01700:
-// only that user (and root) can reach the daemon's sockets, so no other
-// user's process starts an MPS server, outside its own job's cgroup, on
-// these GPUs; the sticky bit keeps the user from renaming or removing the
-// daemon's files. The directory is opened without following a symlink.
-// Exec.Start calls it once the daemon runs.
-func Grant(p Paths, uid, gid int) error {
+// Grant gives the job's user uid search access to p's pipe directory, and
+// nothing more (a POSIX ACL entry user:<uid>:--x; acl.go): that user's
+// clients reach the daemon's control socket by name, and no other user's
+// process starts an MPS server, outside its own job's cgroup, on these
+// GPUs. The directory stays root's, so the user can neither list it, nor
+// make, rename or remove anything in it (a sticky directory of theirs
+// would let them remove root's files: the sticky bit does not bind a
+// directory's owner). It is opened without following a symlink, and must
+// be root's and writable by root alone. Exec.Start calls it once the
+// daemon runs. A file system without ACLs is an error wrapping ErrNoACL.
+func Grant(p Paths, uid int) error {
 	base, err := walk(p.Dir, false)
 	if err != nil {
 		return err
@@ -117,13 +133,13 @@ func Grant(p Paths, uid, gid int) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Fchown(fd, uid, gid); err != nil {
-		return &os.PathError{Op: "chown", Path: p.Pipe, Err: err}
+	if err := trust(fd, p.Pipe, false); err != nil {
+		return err
 	}
-	if err := unix.Fchmod(fd, 0o700|unix.S_ISVTX); err != nil {
+	if err := unix.Fchmod(fd, 0o700); err != nil {
 		return &os.PathError{Op: "chmod", Path: p.Pipe, Err: err}
 	}
-	return nil
+	return grantSearch(fd, p.Pipe, uid)
 }
 
 // walk opens the directory path from / down, component by component,
@@ -205,73 +221,6 @@ func trust(fd int, full string, ancestor bool) error {
 	}
 	if st.Mode&0o022 != 0 && !(ancestor && st.Mode&unix.S_ISVTX != 0) {
 		return fmt.Errorf("mps: %s is writable by others (mode %#o); refusing", full, st.Mode&0o7777)
-	}
-	return nil
-}
-
-// maxDepth bounds how deep Remove descends: MPS makes flat directories.
-const maxDepth = 8
-
-// Remove deletes p.Dir and everything in it without following a symlink:
-// the path down to the base is walked as Create walks it, and below it a
-// symlink is unlinked, never entered. A p.Dir already gone is no error.
-// Call it once the daemon is gone (Quit), as the epilog does.
-func Remove(p Paths) error {
-	base, err := walk(filepath.Dir(p.Dir), false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer unix.Close(base)
-	return removeTree(base, p.Dir, 0)
-}
-
-// removeTree removes full (its last component, in dirfd): a directory
-// with its contents, anything else (a symlink included) by unlinking it.
-func removeTree(dirfd int, full string, depth int) error {
-	name := filepath.Base(full)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return &os.PathError{Op: "stat", Path: full, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return unlink(dirfd, full, 0)
-	}
-	if depth >= maxDepth {
-		return fmt.Errorf("mps: %s: more than %d directories deep; refusing", full, maxDepth)
-	}
-	fd, err := openDir(dirfd, full)
-	if errors.Is(err, ErrSymlink) { // swapped for a link since the stat
-		return unlink(dirfd, full, 0)
-	}
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), full)
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("mps: read %s: %w", full, err)
-	}
-	for _, n := range names {
-		if err := removeTree(fd, filepath.Join(full, n), depth+1); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	f.Close()
-	return unlink(dirfd, full, unix.AT_REMOVEDIR)
-}
-
-// unlink removes full (its last component, in dirfd); gone already is fine.
-func unlink(dirfd int, full string, flags int) error {
-	if err := unix.Unlinkat(dirfd, filepath.Base(full), flags); err != nil && !errors.Is(err, unix.ENOENT) {
-		return &os.PathError{Op: "remove", Path: full, Err: err}
 	}
 	return nil
 }

@@ -13,8 +13,12 @@ import (
 
 // ErrNoDaemon is wrapped by Lookup's error when no control daemon of the
 // user serves the GPU set: its pipe directory or its control socket is
-// missing.
-var ErrNoDaemon = errors.New("no MPS control daemon")
+// missing. ErrNotYours is wrapped when the pipe directory does not let the
+// user in.
+var (
+	ErrNoDaemon = errors.New("no MPS control daemon")
+	ErrNotYours = errors.New("not the user's MPS daemon")
+)
 
 // controlSocket is the socket the daemon makes in its pipe directory,
 // where clients (the CUDA driver) connect.
@@ -25,8 +29,10 @@ const controlSocket = "control"
 // process may see, with no exec and no /proc (Exec.Alive reads the
 // daemon's environ, which only root can): under root r, the pipe
 // directory <base>/<user>-<key>/pipe must be a directory, not a symlink,
-// that uid owns (Grant) and nobody else may write, holding the daemon's
-// control socket; the log directory must be a directory. It returns the
+// that nobody but its owner may write, owned by root with an ACL entry
+// that lets uid search it (Grant; or, as an older release left it for a
+// daemon it started, owned by uid), holding the daemon's control socket;
+// the log directory must be a directory. It returns the
 // node paths (Dirs(base, ...)) for CUDA_MPS_PIPE_DIRECTORY and
 // CUDA_MPS_LOG_DIRECTORY. A missing pipe directory or socket is an error
 // wrapping ErrNoDaemon; a symlink (ErrSymlink), another owner or a
@@ -54,10 +60,14 @@ func Lookup(r host.Root, base, user string, uid int, uuids []string) (Paths, err
 		return Paths{}, fmt.Errorf("mps: %s %w", p.Pipe, ErrSymlink)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return Paths{}, fmt.Errorf("mps: %s is not a directory; refusing", p.Pipe)
-	case int(st.Uid) != uid:
-		return Paths{}, fmt.Errorf("mps: %s belongs to uid %d, not %s's (uid %d)", p.Pipe, st.Uid, user, uid)
 	case st.Mode&0o022 != 0:
 		return Paths{}, fmt.Errorf("mps: %s is writable by others (mode %#o); refusing", p.Pipe, st.Mode&0o7777)
+	case st.Uid == 0:
+		if err := lets(r.Path(p.Pipe), p.Pipe, uid); err != nil {
+			return Paths{}, err
+		}
+	case int(st.Uid) != uid:
+		return Paths{}, fmt.Errorf("mps: %s belongs to uid %d, neither root nor %s: it does not let uid %d in: %w", p.Pipe, st.Uid, user, uid, ErrNotYours)
 	}
 	sock, err := lstat(r.Path(p.Pipe + "/" + controlSocket))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -77,6 +87,24 @@ func Lookup(r host.Root, base, user string, uid int, uuids []string) (Paths, err
 		return Paths{}, fmt.Errorf("mps: %s is not a directory; refusing", p.Log)
 	}
 	return p, nil
+}
+
+// lets checks that the ACL of the pipe directory (path; node path full)
+// gives uid search access: an entry user:<uid> with x, under a mask
+// with x (Grant's).
+func lets(path, full string, uid int) error {
+	b := make([]byte, 1024)
+	n, err := unix.Lgetxattr(path, aclXattr, b)
+	if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("mps: %s has no ACL that lets uid %d in: %w", full, uid, ErrNotYours)
+	}
+	if err != nil {
+		return &os.PathError{Op: "getfacl", Path: full, Err: err}
+	}
+	if !aclSearch(b[:n], uid) {
+		return fmt.Errorf("mps: %s: its ACL does not let uid %d in: %w", full, uid, ErrNotYours)
+	}
+	return nil
 }
 
 // lstat is unix.Lstat with an *os.PathError.

@@ -15,8 +15,9 @@ import (
 const testGPU = "GPU-1e0d1697-fb12-2a4f-76c6-69699b1022c5"
 
 // daemonRoot is a fixture root holding what a running daemon of user for
-// uuids leaves in DefaultBase: the pipe directory 01700 with its control
-// socket, and the log directory. It returns the root and the node paths.
+// uuids leaves in DefaultBase: the pipe directory, this process's (root's
+// on a node), with Grant's ACL entry for this process's uid and the
+// control socket, and the log directory. It returns the root and the node paths.
 func daemonRoot(t *testing.T, user string, uuids ...string) (string, Paths) {
 	t.Helper()
 	key, err := Key(uuids)
@@ -33,8 +34,15 @@ func daemonRoot(t *testing.T, user string, uuids ...string) (string, Paths) {
 			t.Fatal(err)
 		}
 	}
-	os.Chmod(filepath.Join(root, p.Pipe), 0o700|os.ModeSticky)
 	if err := unix.Mknod(filepath.Join(root, p.Pipe, "control"), unix.S_IFSOCK|0o666, 0); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(filepath.Join(root, p.Pipe), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := grantSearch(fd, p.Pipe, os.Getuid()); err != nil {
 		t.Fatal(err)
 	}
 	return root, p
@@ -61,7 +69,7 @@ func TestLookup(t *testing.T) {
 	}{
 		{name: "another GPU", user: "alice", uid: uid, uuids: []string{"GPU-00000000-0000-0000-0000-000000000000"}, want: ErrNoDaemon},
 		{name: "another user", user: "bob", uid: uid, uuids: []string{testGPU}, want: ErrNoDaemon},
-		{name: "another uid", user: "alice", uid: uid + 1, uuids: []string{testGPU}, text: "belongs to uid"},
+		{name: "another uid", user: "alice", uid: uid + 1, uuids: []string{testGPU}, want: ErrNotYours},
 		{name: "bad UUID", user: "alice", uid: uid, uuids: []string{"0"}, text: "want GPU-... or MIG-..."},
 		{name: "no socket", user: "alice", uid: uid, uuids: []string{testGPU}, want: ErrNoDaemon, spoil: func(t *testing.T) {
 			os.Remove(filepath.Join(root, p.Pipe, "control"))
@@ -72,6 +80,12 @@ func TestLookup(t *testing.T) {
 		}},
 		{name: "writable pipe directory", user: "alice", uid: uid, uuids: []string{testGPU}, text: "writable by others", spoil: func(t *testing.T) {
 			os.Chmod(filepath.Join(root, p.Pipe), 0o777)
+		}},
+		{name: "no ACL", user: "alice", uid: uid, uuids: []string{testGPU}, want: ErrNotYours, spoil: func(t *testing.T) {
+			if os.Getuid() != 0 {
+				t.Skip("a pipe directory of the user's own is what an older release left: accepted")
+			}
+			unix.Removexattr(filepath.Join(root, p.Pipe), aclXattr)
 		}},
 		{name: "pipe directory is a symlink", user: "alice", uid: uid, uuids: []string{testGPU}, want: ErrSymlink, spoil: func(t *testing.T) {
 			elsewhere := t.TempDir()

@@ -28,8 +28,9 @@ func dgxh100UUIDs(t *testing.T) []string {
 
 // mpsDaemon leaves in root what gpuprep-prolog's running daemon of user on
 // uuids leaves in /run/gpuprep/mps (lib/mps: Create, Start, Grant): the
-// pipe directory, the user's, 01700, with the control socket, and root's
-// log directory. It returns the node paths.
+// pipe directory, root's (this process's), with the control socket and
+// an ACL entry that lets this process's uid search it, and root's log
+// directory. It returns the node paths.
 func mpsDaemon(t *testing.T, root, user string, uuids ...string) mps.Paths {
 	t.Helper()
 	key, err := mps.Key(uuids)
@@ -45,10 +46,11 @@ func mpsDaemon(t *testing.T, root, user string, uuids ...string) mps.Paths {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Chmod(filepath.Join(root, p.Pipe), 0o700|os.ModeSticky); err != nil {
+	if err := unix.Mknod(filepath.Join(root, p.Pipe, "control"), unix.S_IFSOCK|0o666, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mknod(filepath.Join(root, p.Pipe, "control"), unix.S_IFSOCK|0o666, 0); err != nil {
+	on := mps.Paths{Dir: filepath.Join(root, p.Dir), Pipe: filepath.Join(root, p.Pipe), Log: filepath.Join(root, p.Log)}
+	if err := mps.Grant(on, os.Getuid()); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -81,7 +83,7 @@ func TestMPSEnv(t *testing.T) {
 		{name: "daemon on the rank's GPU", env: alice(2), pipe: p.Pipe, log: p.Log, cvd: uuids[2]},
 		{name: "no daemon on the rank's GPU", env: alice(3), cvd: "3"},
 		{name: "another user's job", env: withVar(withVar(rankEnv(2, 8), "SLURM_JOB_USER", "bob"), "USER", "bob"), cvd: "2"},
-		{name: "another uid with the user's name", env: alice(2), uid: 1, cvd: "2", warnsAbout: "belongs to uid"},
+		{name: "another uid with the user's name", env: alice(2), uid: 1, cvd: "2", warnsAbout: "does not let uid"},
 		{name: "user's pipe directory", env: append(alice(2), "CUDA_MPS_PIPE_DIRECTORY=/home/alice/mps"), pipe: "/home/alice/mps", cvd: "2"},
 		{name: "user's log directory", env: append(alice(2), "CUDA_MPS_LOG_DIRECTORY=/home/alice/log"), pipe: p.Pipe, log: "/home/alice/log", cvd: uuids[2]},
 		{name: "USER outside Slurm's variables", env: append(rankEnv(2, 8), "USER=alice"), pipe: p.Pipe, log: p.Log, cvd: uuids[2]},

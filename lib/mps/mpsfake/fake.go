@@ -48,7 +48,7 @@ func (c *Control) Start(_ context.Context, d mps.Daemon) (int, error) {
 	if _, err := os.Stat(d.Paths.Pipe); err != nil {
 		return 0, fmt.Errorf("fake: no pipe directory: %w", err)
 	}
-	if err := mps.Grant(d.Paths, d.UID, d.GID); err != nil {
+	if err := mps.Grant(d.Paths, d.UID); err != nil {
 		return 0, err
 	}
 	c.nextPID++

@@ -87,12 +87,11 @@ func run(op, userName, uuid, bin, base string, wait time.Duration, l mps.Launche
 	if err != nil {
 		return nil, err
 	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("user %s: uid %q gid %q", userName, u.Uid, u.Gid)
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: uid %q", userName, u.Uid)
 	}
-	d := mps.Daemon{UUIDs: []string{uuid}, Paths: p, UID: uid, GID: gid}
+	d := mps.Daemon{UUIDs: []string{uuid}, Paths: p, UID: uid}
 	// As lib/knob/mps.go's control() makes it, with the launcher
 	// lib/hook's mpsEnv gives where PID 1 is systemd.
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -124,7 +123,7 @@ func run(op, userName, uuid, bin, base string, wait time.Duration, l mps.Launche
 		if err := e.Done(ctx, d); err != nil {
 			return nil, err
 		}
-		if err := mps.Remove(p); err != nil {
+		if _, err := mps.Remove(p); err != nil {
 			return nil, err
 		}
 	}
