@@ -103,6 +103,9 @@ func (c Cgroupfs) own() string {
 	return cgs[slices.Min(slices.Collect(maps.Keys(cgs)))]
 }
 
+// Cgroup is d's cgroup of its own, CgroupParent/<user>-<key>.
+func (Cgroupfs) Cgroup(d Daemon) string { return "/" + CgroupParent + "/" + Name(d) }
+
 // Done removes d's cgroup (empty once the daemon and its servers are
 // gone); none is no error.
 func (c Cgroupfs) Done(_ context.Context, d Daemon) error {

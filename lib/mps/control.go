@@ -276,7 +276,7 @@ func (e *Exec) Alive(d Daemon) (int, error) {
 	if d.Paths.Pipe == "" {
 		return 0, fmt.Errorf("mps: daemon without pipe directory (Dirs)")
 	}
-	ps, err := scan(e.Proc, d.Paths.Pipe)
+	ps, err := e.scan(d)
 	if err != nil || len(ps.daemons) == 0 {
 		return 0, err
 	}

@@ -175,7 +175,8 @@ func TestQuitKillsWhatIgnoresQuit(t *testing.T) {
 }
 
 // TestQuitKillsOrphanServer: a server whose daemon died is found by its
-// environment and killed.
+// environment, as a process of this process's user (of root, on a node),
+// and killed.
 func TestQuitKillsOrphanServer(t *testing.T) {
 	e := newExec(t)
 	d := newDaemon(t, "fake-server")

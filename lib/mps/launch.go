@@ -27,6 +27,10 @@ type Launcher interface {
 	// and forgets the unit, removes the cgroup). Nothing to end is no
 	// error.
 	Done(ctx context.Context, d Daemon) error
+	// Cgroup is the cgroup v2 path, as /proc/<pid>/cgroup gives it,
+	// that Launch runs d's daemon in: a server left by a dead daemon is
+	// told from a user's look-alike by it.
+	Cgroup(d Daemon) string
 }
 
 // Name is the name of d's daemon for a unit or a cgroup: the name of its
@@ -46,6 +50,16 @@ func UnitName(d Daemon) string {
 	return "gpuprep-mps-" + unit.UnitNameEscape(n[:max(i, 0)]) + n[max(i, 0):] + ".service"
 }
 
+// scan finds d's daemon and servers in e.Proc (proc.go), servers left by a
+// dead daemon by the launcher's cgroup.
+func (e *Exec) scan(d Daemon) (procs, error) {
+	cgroup := ""
+	if e.Launcher != nil {
+		cgroup = e.Launcher.Cgroup(d)
+	}
+	return scan(e.Proc, d.Paths.Pipe, cgroup)
+}
+
 // Done ends what e.Launcher made for d (Launcher.Done); with no launcher
 // there is nothing to end.
 func (e *Exec) Done(ctx context.Context, d Daemon) error {
@@ -61,7 +75,7 @@ func (e *Exec) Done(ctx context.Context, d Daemon) error {
 // pipe directory that run now (found in /proc as Quit finds them),
 // daemons first; none is an empty list.
 func (e *Exec) Left(d Daemon) ([]int, error) {
-	ps, err := scan(e.Proc, d.Paths.Pipe)
+	ps, err := e.scan(d)
 	if err != nil {
 		return nil, err
 	}

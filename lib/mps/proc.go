@@ -3,6 +3,7 @@ package mps
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -42,13 +43,22 @@ type procs struct {
 }
 
 // scan walks /proc under r for the processes of the daemon whose pipe
-// directory is pipe: control daemons (nvidia-cuda-mps-control run with
-// -d or -f, so not a client like Servers' own) and MPS servers whose
-// environment (/proc/<pid>/environ) sets CUDA_MPS_PIPE_DIRECTORY=pipe,
-// and servers whose parent (/proc/<pid>/stat field 4) is one of those
-// daemons. A process that is gone, a zombie (empty cmdline) or unreadable
+// directory is pipe. A user may give a process of theirs any name,
+// arguments and environment, so those alone make nothing gpuprep's:
+//   - a control daemon is nvidia-cuda-mps-control run with -d or -f (so
+//     not a client like Servers' own) whose environment
+//     (/proc/<pid>/environ) sets CUDA_MPS_PIPE_DIRECTORY=pipe and whose
+//     real user (/proc/<pid>/status Uid:) is this process's (root's: the
+//     prolog started it, and no user can start a process as root);
+//   - a server is nvidia-cuda-mps-server whose parent (/proc/<pid>/stat
+//     field 4) is one of those daemons, or, once its daemon is gone,
+//     whose environment names pipe and that runs as root or in cgroup
+//     (/proc/<pid>/cgroup, the v2 line), the one the launcher runs the
+//     daemon in, where no user can move a process; cgroup "" is none.
+//
+// A process that is gone, a zombie (empty cmdline) or unreadable
 // (another user's environ to a non-root caller) is not one of them.
-func scan(r host.Root, pipe string) (procs, error) {
+func scan(r host.Root, pipe, cgroup string) (procs, error) {
 	pids, err := r.PIDs()
 	if err != nil {
 		return procs{}, err
@@ -66,9 +76,9 @@ func scan(r host.Root, pipe string) (procs, error) {
 		}
 		p := proc{pid, st.start}
 		switch {
-		case k == daemonProc && ok:
+		case k == daemonProc && ok && startedByUs(r, pid):
 			ps.daemons = append(ps.daemons, p)
-		case k == serverProc && ok:
+		case k == serverProc && ok && (startedByUs(r, pid) || cgroup != "" && inCgroup(r, pid, cgroup)):
 			ps.servers = append(ps.servers, p)
 		case k == serverProc:
 			others = append(others, p)
@@ -84,6 +94,19 @@ func scan(r host.Root, pipe string) (procs, error) {
 	slices.SortFunc(ps.daemons, byPid)
 	slices.SortFunc(ps.servers, byPid)
 	return ps, nil
+}
+
+// startedByUs says whether pid's real user is this process's effective
+// one: root's, for the daemons the prolog starts.
+func startedByUs(r host.Root, pid int) bool {
+	uid, err := r.RealUID(pid)
+	return err == nil && uid == os.Geteuid()
+}
+
+// inCgroup says whether pid's cgroup v2 path is cgroup.
+func inCgroup(r host.Root, pid int, cgroup string) bool {
+	cgs, err := r.ProcCgroups(host.ProcPath(pid, "cgroup"))
+	return err == nil && cgs[""] == cgroup
 }
 
 // match reads pid's cmdline and says which MPS program it is, and, for

@@ -14,11 +14,18 @@ import (
 	"gpuprep/lib/host"
 )
 
-// addProc gives the fixture root a process (fakeproc.Add) with an
-// environment (NUL-separated) and a stat line: state, parent, start time.
+// addProc gives the fixture root a process (fakeproc.Add) of this
+// process's user in slurmd's cgroup with an environment (NUL-separated)
+// and a stat line: state, parent, start time.
 func addProc(t *testing.T, dir string, pid int, exe, cmdline string, env []string, state string, ppid int) {
 	t.Helper()
-	fakeproc.Add(t, dir, pid, 0, exe, cmdline, "0::/system.slice/slurmd.service\n")
+	addProcOf(t, dir, pid, os.Geteuid(), "/system.slice/slurmd.service", exe, cmdline, env, state, ppid)
+}
+
+// addProcOf is addProc for a process of uid in cgroup.
+func addProcOf(t *testing.T, dir string, pid, uid int, cgroup, exe, cmdline string, env []string, state string, ppid int) {
+	t.Helper()
+	fakeproc.Add(t, dir, pid, uid, exe, cmdline, "0::"+cgroup+"\n")
 	proc := filepath.Join(dir, "proc", fmt.Sprint(pid))
 	environ := ""
 	for _, kv := range env {
@@ -38,9 +45,11 @@ func addProc(t *testing.T, dir string, pid int, exe, cmdline string, env []strin
 
 // TestScanFakeProc: the daemon of a pipe directory is the
 // nvidia-cuda-mps-control run with -d (or -f) whose environment names it;
-// its servers are those whose environment names it or whose parent it is.
-// Clients, the control program run as a client, other pipes' daemons and
-// servers, and zombies are not.
+// its servers are those whose parent it is, or, once it is gone, those
+// whose environment names it in the launcher's cgroup. Clients, the
+// control program run as a client, other pipes' daemons and servers,
+// zombies, and a user's look-alikes (a daemon not run by this process's
+// user, a server elsewhere than the launcher's cgroup) are not.
 func TestScanFakeProc(t *testing.T) {
 	dir := t.TempDir()
 	pipe := "/run/gpuprep/mps/alice-0123456789ab/pipe"
@@ -59,9 +68,14 @@ func TestScanFakeProc(t *testing.T) {
 	addProc(t, dir, 106, ctl, ctl+" -d", env(pipe), "Z", 1)
 	addProc(t, dir, 107, srv, "nvidia-cuda-mps-server", nil, "S", 104)
 	addProc(t, dir, 108, srv, "nvidia-cuda-mps-server", env(other), "S", 104)
+	unit := "/system.slice/gpuprep-mps-alice-0123456789ab.service"
+	user := "/user.slice/user-1000.slice/session-1.scope"
+	addProcOf(t, dir, 109, os.Geteuid()+1000, user, "/home/u/"+ControlName, ControlName+" -f", env(pipe), "S", 1)
+	addProcOf(t, dir, 110, os.Geteuid()+1000, user, "/home/u/"+ServerName, ServerName, env(pipe), "S", 1)
+	addProcOf(t, dir, 111, os.Geteuid()+1000, unit, srv, ServerName, env(pipe), "S", 1)
 
 	r := host.NewRoot(dir)
-	ps, err := scan(r, pipe)
+	ps, err := scan(r, pipe, unit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +89,11 @@ func TestScanFakeProc(t *testing.T) {
 	if got := pids(ps.daemons); !slices.Equal(got, []int{100}) {
 		t.Errorf("daemons %v; want [100]", got)
 	}
-	if got := pids(ps.servers); !slices.Equal(got, []int{101, 102}) {
-		t.Errorf("servers %v; want [101 102]", got)
+	if got := pids(ps.servers); !slices.Equal(got, []int{101, 102, 111}) {
+		t.Errorf("servers %v; want [101 102 111]", got)
+	}
+	if ps, _ := scan(r, pipe, ""); !slices.Equal(pids(ps.servers), []int{101, 102}) {
+		t.Errorf("servers with no launcher's cgroup %v; want [101 102]", pids(ps.servers))
 	}
 	if ps.daemons[0].start != 4242 {
 		t.Errorf("start time %d; want 4242", ps.daemons[0].start)

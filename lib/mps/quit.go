@@ -37,7 +37,7 @@ func (e *Exec) Quit(ctx context.Context, d Daemon, wait time.Duration) (Stopped,
 	if d.Paths.Pipe == "" {
 		return Stopped{}, fmt.Errorf("mps: quit: daemon without pipe directory (Dirs)")
 	}
-	ps, err := scan(e.Proc, d.Paths.Pipe)
+	ps, err := e.scan(d)
 	if err != nil {
 		return Stopped{}, err
 	}
@@ -80,7 +80,7 @@ func (e *Exec) Quit(ctx context.Context, d Daemon, wait time.Duration) (Stopped,
 // left returns what of seen still runs, daemons first, adding to seen the
 // daemons and servers of d's pipe directory that appeared since.
 func (e *Exec) left(d Daemon, seen *[]proc) ([]proc, error) {
-	ps, err := scan(e.Proc, d.Paths.Pipe)
+	ps, err := e.scan(d)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,9 @@ func (Systemd) Launch(ctx context.Context, d Daemon, bin string, env []string) (
 	return nil, "systemd unit " + name, "", nil
 }
 
+// Cgroup is UnitName(d)'s cgroup: transient services go to system.slice.
+func (Systemd) Cgroup(d Daemon) string { return "/system.slice/" + UnitName(d) }
+
 // Done stops UnitName(d) (what is left of it is killed) and forgets it
 // if it failed; no such unit is no error.
 func (Systemd) Done(ctx context.Context, d Daemon) error {

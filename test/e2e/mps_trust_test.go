@@ -243,3 +243,67 @@ func plantDeep(t *testing.T, dir string, depth int, target string) {
 		unix.Fchownat(fd, l.name, mpsUID, mpsUID, unix.AT_SYMLINK_NOFOLLOW)
 	}
 }
+
+// TestMPSFakeProcessesAreNotTheDaemon: processes of a user that pass for
+// MPS's by name, arguments and environment (the user may choose all
+// three) are never taken for gpuprep's daemon or its servers: a fake
+// server that respawns as fast as it is killed does not fail the epilog
+// ("still run after quit and kill" would drain the node), and a fake
+// control daemon set up for another user's pipe directory does not keep
+// that user's prolog from starting the real one.
+func TestMPSFakeProcessesAreNotTheDaemon(t *testing.T) {
+	t.Parallel()
+	n := newMPSNode(t)
+	n.must("prolog", 1)
+	pipe := n.daemonDir() + "/pipe"
+	fakes := filepath.Join(n.root, "tmp/fakes")
+	if err := os.MkdirAll(fakes, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nvidia-cuda-mps-server", "nvidia-cuda-mps-control"} {
+		if err := os.WriteFile(filepath.Join(fakes, name), sleep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loop := exec.Command("/bin/sh", "-c", "while :; do "+fakes+"/nvidia-cuda-mps-server 600; done")
+	loop.Env = []string{"PATH=/usr/bin:/bin", "CUDA_MPS_PIPE_DIRECTORY=" + pipe}
+	loop.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: mpsUID, Gid: mpsUID}}
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-loop.Process.Pid, syscall.SIGKILL); loop.Wait() })
+	if code, stderr := n.hook("epilog", 1); code != 0 {
+		t.Errorf("epilog with the user's fake server running: exit %d (Slurm drains the node): %s", code, stderr)
+	}
+
+	// A fake daemon for the pipe directory of user "daemon" (uid 1) on
+	// the same GPU, started before that user's job.
+	other := strings.Replace(pipe, "/nobody-", "/daemon-", 1)
+	fake := exec.Command(fakes+"/nvidia-cuda-mps-control", "600", "-f")
+	fake.Env = []string{"CUDA_MPS_PIPE_DIRECTORY=" + other}
+	fake.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: mpsUID, Gid: mpsUID}}
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Process.Kill(); fake.Wait() })
+	cmd := exec.Command(bin(t, "gpuprep-prolog"), "--root", n.root, "--gpu-backend", "mock:dgxh100", "--config", n.cfg, "--state-dir", n.spool)
+	cmd.Env = []string{"SLURM_SCRIPT_CONTEXT=prolog_slurmd", "SLURM_JOB_ID=2", "SLURM_JOB_USER=daemon", "SLURM_JOB_UID=1", "SLURM_JOB_GID=1",
+		"SLURMD_NODENAME=dgxh100-01", "SLURM_JOB_GPUS=1"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("prolog of user daemon's job: %v\n%s", err, out)
+	}
+	if _, err := os.Lstat(other + "/control"); err != nil {
+		t.Errorf("user daemon's job got no MPS daemon of its own (a fake passed for it): %v", err)
+	}
+	cmd = exec.Command(cmd.Path, cmd.Args[1:]...)
+	cmd.Env = []string{"SLURM_SCRIPT_CONTEXT=epilog_slurmd", "SLURM_JOB_ID=2", "SLURM_JOB_USER=daemon", "SLURM_JOB_UID=1", "SLURM_JOB_GID=1",
+		"SLURMD_NODENAME=dgxh100-01", "SLURM_JOB_GPUS=1"}
+	cmd.Path = bin(t, "gpuprep-epilog")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("epilog of user daemon's job: %v\n%s", err, out)
+	}
+}
