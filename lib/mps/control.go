@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"gpuprep/lib/host"
 )
 
@@ -202,7 +204,8 @@ func firstLine(out []byte) string {
 // waits, up to the timeout, for the daemon to show in /proc, gives d's
 // user search access to the pipe directory (Grant) and returns the
 // daemon's pid. When
-// the hand-over fails the daemon is stopped again (Quit, 1 s).
+// the hand-over fails the daemon is stopped again (Quit, 1 s). Before the
+// user gets access, the daemon's files are capped (capFiles).
 func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 	if _, err := Key(d.UUIDs); err != nil {
 		return 0, err
@@ -225,7 +228,7 @@ func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 			return 0, err
 		}
 		if pid > 0 {
-			if err := Grant(d.Paths, d.UID); err != nil {
+			if err := e.prepare(pid, d); err != nil {
 				e.Quit(context.WithoutCancel(ctx), d, time.Second)
 				e.Done(context.WithoutCancel(ctx), d)
 				return 0, err
@@ -241,6 +244,37 @@ func (e *Exec) Start(ctx context.Context, d Daemon) (int, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// prepare readies the running daemon pid of d for its user: its files
+// capped (on this machine's /proc only), then the pipe directory opened
+// to the user (Grant).
+func (e *Exec) prepare(pid int, d Daemon) error {
+	if e.Proc.IsHost() {
+		if err := capFiles(pid); err != nil {
+			return fmt.Errorf("mps: daemon of %s: %w", d.Paths.Pipe, err)
+		}
+	}
+	return Grant(d.Paths, d.UID)
+}
+
+// MaxLogFile bounds each file the daemon and its servers write (their
+// logs, control.log and server.log, in the log directory on /run): a job's
+// user can make them log (a line or two per connection to the control
+// socket), and /run is a small tmpfs that systemd and slurmd need.
+const MaxLogFile = 64 << 20
+
+// capFiles sets RLIMIT_FSIZE of process pid (the daemon, as it starts,
+// before any client: the servers it starts later inherit it) to
+// MaxLogFile, so no write takes a file past it: the kernel refuses it
+// (EFBIG, and SIGXFSZ, which ends a process that does not handle it: MPS
+// then ends for that user's jobs, recorded as drift).
+func capFiles(pid int) error {
+	lim := unix.Rlimit{Cur: MaxLogFile, Max: MaxLogFile}
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
+		return fmt.Errorf("prlimit %d RLIMIT_FSIZE %d: %w", pid, MaxLogFile, err)
+	}
+	return nil
 }
 
 // Servers sends get_server_list to d's daemon and returns the pids it

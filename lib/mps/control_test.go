@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,9 @@ func TestStartServersQuit(t *testing.T) {
 	}
 	if got := strings.Split(strings.TrimRight(string(env), "\x00"), "\x00"); !slices.Equal(got, want) {
 		t.Errorf("daemon environment:\n%q\nwant\n%q", got, want)
+	}
+	if limits, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits"); !regexp.MustCompile(`Max file size\s+67108864\s+67108864 `).Match(limits) {
+		t.Errorf("daemon's limits: want Max file size 67108864 (MaxLogFile):\n%s", limits)
 	}
 	fi, err := os.Stat(d.Paths.Pipe)
 	if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || int(st.Uid) != os.Geteuid() || fi.Mode()&(os.ModePerm|os.ModeSticky) != 0o710 {
