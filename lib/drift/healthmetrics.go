@@ -14,7 +14,36 @@ const (
 	MetricCheckLastFail = "gpuprep_health_check_last_failure_timestamp_seconds"
 	MetricXIDEvents     = "gpuprep_xid_events_total"
 	MetricNodeDrained   = "gpuprep_node_drained"
+	MetricKmsgLost      = "gpuprep_kmsg_lost_records_total"
+	MetricXIDClears     = "gpuprep_xid_clears_total"
+	MetricStateSaved    = "gpuprep_health_state_saved"
 )
+
+// Who clears a GPU's Xid history: XIDClearCount.Source.
+const (
+	ClearByAdmin  = "admin"  // gpuprep-health --clear
+	ClearByDriver = "driver" // its recovery action back to none
+)
+
+// XIDClearCount is how many times this writer cleared one GPU's Xid
+// history, by source.
+type XIDClearCount struct {
+	Source string `json:"source"`
+	GPULabels
+	Count uint64 `json:"count"`
+}
+
+// AddXIDClear counts one clear of GPU g's Xid history by source.
+func (m *Metrics) AddXIDClear(source string, g GPULabels) {
+	if m.XIDClears == nil {
+		m.XIDClears = map[string]XIDClearCount{}
+	}
+	k := source + "@" + g.BusID
+	c := m.XIDClears[k]
+	c.Source, c.GPULabels = source, g
+	c.Count++
+	m.XIDClears[k] = c
+}
 
 // Check statuses, gpuprep_health_check_status's values.
 const (
@@ -157,7 +186,20 @@ func formatHealth(b *bytes.Buffer, hook, hostname string, m Metrics) {
 		x := m.XIDs[k]
 		sample(b, MetricXIDEvents, float64(x.Count), gpuLabels(hostname, x.GPULabels, "hook", hook, "code", strconv.Itoa(x.Code), "severity", x.Severity)...)
 	}
+	family(b, MetricKmsgLost, "counter",
+		"Kernel log records this writer should have read but the kernel had overwritten first (the log overflowed): an Xid in them is unknown. A gap of unknown length counts 1.")
+	sample(b, MetricKmsgLost, float64(m.KmsgLost), "hook", hook, "Hostname", hostname)
+	family(b, MetricXIDClears, "counter",
+		"Clears of a GPU's Xid history, which end its standing fatal Xids: source admin (gpuprep-health --clear, logged with who and why) or driver (its recovery action back to none).")
+	for _, k := range slices.Sorted(maps.Keys(m.XIDClears)) {
+		c := m.XIDClears[k]
+		sample(b, MetricXIDClears, float64(c.Count), gpuLabels(hostname, c.GPULabels, "hook", hook, "source", c.Source)...)
+	}
 	if hook == HookHealth {
+		family(b, MetricStateSaved, "gauge", "1 when gpuprep-health's last run saved its state (the Xid watermark and history) in the spool, 0 when it could not (a full file system): it acted all the same.")
+		if m.StateSaved != nil {
+			sample(b, MetricStateSaved, float64(*m.StateSaved), "hook", hook, "Hostname", hostname)
+		}
 		family(b, MetricNodeDrained, "gauge", "1 when the node is drained with a reason gpuprep set (its health checks failed), 0 when it is not; absent when slurmctld could not be asked.")
 		if m.Drained != nil && *m.Drained >= 0 {
 			sample(b, MetricNodeDrained, float64(*m.Drained), "hook", hook, "Hostname", hostname)

@@ -21,6 +21,12 @@ func TestHealthMetrics(t *testing.T) {
 	m.AddXID(79, "fatal", g3)
 	m.AddXID(79, "fatal", g3)
 	m.AddXID(13, "warn", GPULabels{BusID: "00000000:18:00.0"}) // a GPU NVML no longer lists
+	m.AddXIDClear(ClearByAdmin, g3)
+	m.AddXIDClear(ClearByAdmin, g3)
+	m.AddXIDClear(ClearByDriver, g3)
+	m.KmsgLost = 49
+	saved := 0
+	m.StateSaved = &saved
 	text := string(FormatMetrics(HookHealth, "gpu01", m, Build{Version: "dev"}))
 	got, err := parseProm(text)
 	if err != nil {
@@ -35,6 +41,10 @@ func TestHealthMetrics(t *testing.T) {
 		`gpuprep_xid_events_total{Hostname="gpu01",UUID="GPU-3",code="79",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",severity="fatal"}`:                      2,
 		`gpuprep_xid_events_total{Hostname="gpu01",code="13",hook="health",pci_bus_id="00000000:18:00.0",severity="warn"}`:                                            1,
 		`gpuprep_build_info{commit="",hook="health",version="dev"}`:                                                                                                   1,
+		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="admin"}`:                                  2,
+		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="driver"}`:                                 1,
+		`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="health"}`:                                                                                             49,
+		`gpuprep_health_state_saved{Hostname="gpu01",hook="health"}`:                                                                                                  0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

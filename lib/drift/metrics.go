@@ -48,6 +48,15 @@ type Metrics struct {
 	// Drained is gpuprep_node_drained (gpuprep-health only): 1 drained by
 	// gpuprep, 0 not, -1 or nil unknown.
 	Drained *int `json:"node_drained,omitempty"`
+	// KmsgLost counts the kernel log records this writer should have read
+	// but the log had lost (overwritten first): Xids in them are unknown.
+	KmsgLost uint64 `json:"kmsg_lost_records,omitempty"`
+	// XIDClears counts the clears of a GPU's Xid history, by GPU and by
+	// whom (healthmetrics.go).
+	XIDClears map[string]XIDClearCount `json:"xid_clears,omitempty"`
+	// StateSaved is gpuprep_health_state_saved (gpuprep-health only): 1
+	// its last run saved the health state, 0 it could not; nil unknown.
+	StateSaved *int `json:"state_saved,omitempty"`
 }
 
 // AddFallback counts one job that fell back from profile.

@@ -39,6 +39,7 @@ func TestFormatMetrics(t *testing.T) {
 		`gpuprep_dead_jobs_released_total{hook="epilog",reason="cgroup"}`:                      2,
 		`gpuprep_dead_jobs_released_total{hook="epilog",reason="reboot"}`:                      1,
 		`gpuprep_build_info{commit="3fd78c6",hook="epilog",version="1.2.0"}`:                   1,
+		`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="epilog"}`:                      0,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d series, want %d: %v", len(got), len(want), got)
@@ -60,12 +61,14 @@ func TestFormatMetrics(t *testing.T) {
 		t.Error("build info is not a gauge")
 	}
 	// Empty metrics, from a build without a commit, are still a valid
-	// file, with the build info (an empty commit label).
+	// file, with the build info (an empty commit label) and the lost
+	// kernel log records at 0 (a counter an alert's increase() needs from
+	// the start).
 	got, err = parseProm(string(FormatMetrics(HookProlog, "gpu01", Metrics{}, Build{Version: "dev"})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[`gpuprep_build_info{commit="",hook="prolog",version="dev"}`] != 1 {
+	if len(got) != 2 || got[`gpuprep_build_info{commit="",hook="prolog",version="dev"}`] != 1 || got[`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="prolog"}`] != 0 {
 		t.Fatalf("empty metrics: %v", got)
 	}
 	// Odd characters in a version survive as escaped label values.

@@ -28,8 +28,10 @@ func TestMetricsPassPromtool(t *testing.T) {
 	m.SetCheck("ecc_volatile", g, StatusFatal, false, t0, seen)
 	m.SetCheck("swap", GPULabels{}, StatusOK, false, t0, seen)
 	m.AddXID(79, "fatal", g)
-	drained := 0
-	m.Drained = &drained
+	drained, saved := 0, 1
+	m.Drained, m.StateSaved = &drained, &saved
+	m.KmsgLost = 3
+	m.AddXIDClear(ClearByAdmin, g)
 	m.SetRun(HookHealth, t0, time.Second, true)
 	for _, hook := range []string{HookProlog, HookEpilog, HookHealth} {
 		text := FormatMetrics(hook, "gpu01", m, Build{Version: "1.0.0", Commit: "abc"})

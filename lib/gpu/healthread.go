@@ -1,5 +1,7 @@
 package gpu
 
+import "fmt"
+
 // Health checks read a few GPU facts beyond Settings and Health. Each is a
 // small optional interface, asked for with As; a backend that lacks one
 // makes the check that needs it "skipped", never failed.
@@ -61,4 +63,63 @@ type FactsReader interface {
 // PID, for the epilog's leftover-process check.
 type ProcessLister interface {
 	Processes(index int) ([]int, error)
+}
+
+// RecoveryAction is what the driver says a GPU needs before it is usable
+// again: NVML's nvmlDeviceGpuRecoveryAction_t, read from the field
+// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (drivers from R565 on keep it; Xid
+// 154 logs each change). Only RecoveryNone is a healthy GPU.
+type RecoveryAction uint32
+
+// Recovery actions, NVML's values.
+const (
+	RecoveryNone              RecoveryAction = 0 // NVML_GPU_RECOVERY_ACTION_NONE
+	RecoveryGPUReset          RecoveryAction = 1 // NVML_GPU_RECOVERY_ACTION_GPU_RESET
+	RecoveryNodeReboot        RecoveryAction = 2 // NVML_GPU_RECOVERY_ACTION_NODE_REBOOT
+	RecoveryDrainP2P          RecoveryAction = 3 // NVML_GPU_RECOVERY_ACTION_DRAIN_P2P
+	RecoveryDrainAndReset     RecoveryAction = 4 // NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET
+	RecoveryRecoverIMEXDomain RecoveryAction = 5 // NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN
+	RecoveryBusReset          RecoveryAction = 6 // NVML_GPU_RECOVERY_ACTION_BUS_RESET
+	RecoverySystemReboot      RecoveryAction = 7 // NVML_GPU_RECOVERY_ACTION_SYSTEM_REBOOT
+)
+
+var recoveryNames = map[RecoveryAction]string{
+	RecoveryNone: "none", RecoveryGPUReset: "GPU reset", RecoveryNodeReboot: "node reboot",
+	RecoveryDrainP2P: "drain peer-to-peer traffic", RecoveryDrainAndReset: "drain and reset",
+	RecoveryRecoverIMEXDomain: "recover the IMEX domain", RecoveryBusReset: "bus reset", RecoverySystemReboot: "system reboot",
+}
+
+// String names the action as a person says it: "none", "GPU reset",
+// "node reboot", "drain and reset"; "action 0x9" for one NVML added later.
+func (a RecoveryAction) String() string {
+	if s, ok := recoveryNames[a]; ok {
+		return s
+	}
+	return fmt.Sprintf("action 0x%x", uint32(a))
+}
+
+// MarshalText writes the action by name, as String does.
+func (a RecoveryAction) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads a name String gives, or "action 0x9".
+func (a *RecoveryAction) UnmarshalText(b []byte) error {
+	for v, s := range recoveryNames {
+		if s == string(b) {
+			*a = v
+			return nil
+		}
+	}
+	var n uint32
+	if _, err := fmt.Sscanf(string(b), "action 0x%x", &n); err != nil {
+		return fmt.Errorf("recovery action %q: not one NVML names", b)
+	}
+	*a = RecoveryAction(n)
+	return nil
+}
+
+// RecoveryReader reads the driver's recovery action for one GPU. A
+// backend without it (procfs: the driver's files do not show it) does not
+// implement it; a driver without the field gives ErrUnsupported.
+type RecoveryReader interface {
+	RecoveryAction(index int) (RecoveryAction, error)
 }

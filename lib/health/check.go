@@ -75,8 +75,18 @@ type Report struct {
 	Results []Result `json:"results"`
 	// XIDs are the new XIDs this run read from the kernel log.
 	XIDs []XID `json:"xids,omitempty"`
-	// History is each GPU's XIDs this boot since its last reset.
-	History map[string][]XID `json:"xid_history,omitempty"`
+	// History is each GPU's Xids this boot since it was last cleared,
+	// one record per code, each with what it means now (its severity).
+	History map[string]GPUHistory `json:"xid_history,omitempty"`
+	// Recovery is the driver's recovery action of each GPU in scope that
+	// could be read (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
+	Recovery map[string]gpu.RecoveryAction `json:"recovery_action,omitempty"`
+	// Cleared are the GPUs whose Xid history this run cleared (their
+	// recovery action back to none).
+	Cleared []Clear `json:"cleared,omitempty"`
+	// KmsgLost is how many kernel log records this run should have read
+	// but the log had lost (an overflow): Xids in them are unknown.
+	KmsgLost uint64 `json:"kmsg_lost_records,omitempty"`
 	// Millis is how long the checks took.
 	Millis float64 `json:"ms"`
 	// Inventory is every GPU the backend lists: what the metrics label a

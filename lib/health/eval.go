@@ -19,11 +19,21 @@ type Expect struct {
 	Models Models
 }
 
+// Events are what the xid check judges besides the facts: the new Xids
+// (State.Advance), each GPU's history, and whether the history's fatal
+// Xids stand against the GPUs in scope (the prolog and gpuprep-health; the
+// epilog judges only the new ones, so a job's end never drains the node
+// again for what was reported before).
+type Events struct {
+	New      []XID
+	History  map[string]GPUHistory
+	Standing bool
+}
+
 // Evaluate turns facts into one result per check and scope, for the checks
-// named in checks (in config.HealthChecks order). xids are the new XIDs
-// (State.Advance). Failures carry the check's configured severity;
-// debouncing is Run's. It does no I/O.
-func Evaluate(f *Facts, e Expect, checks []string, xids []XID) []Result {
+// named in checks (in config.HealthChecks order). Failures carry the
+// check's configured severity; debouncing is Run's. It does no I/O.
+func Evaluate(f *Facts, e Expect, checks []string, ev Events) []Result {
 	var out []Result
 	for _, c := range config.HealthChecks {
 		if !slices.Contains(checks, c) {
@@ -49,7 +59,7 @@ func Evaluate(f *Facts, e Expect, checks []string, xids []XID) []Result {
 		case "cmdqv":
 			rs = []Result{evalCMDQV(f)}
 		case "xid":
-			rs = evalXIDs(f, e, xids)
+			rs = evalXIDs(f, e, ev, out)
 		default:
 			eval, ok := gpuChecks[c]
 			if !ok {
@@ -238,56 +248,154 @@ func evalCMDQV(f *Facts) Result {
 	}
 }
 
-// evalXIDs reports the new XIDs by GPU (worst severity first), a warning
-// naming the kernel log records lost before they were read, or that there
-// were no new XIDs.
-func evalXIDs(f *Facts, e Expect, xids []XID) []Result {
+// evalXIDs is the xid check: a warning naming the kernel log records lost
+// before they were read (or a skip when the log cannot be read), and one
+// result per GPU with anything against it (gpuXID), new Xids' GPUs first;
+// "no new XIDs" when nothing is. prior are the results so far (row_remap's
+// evidence).
+func evalXIDs(f *Facts, e Expect, ev Events, prior []Result) []Result {
 	const c = "xid"
-	if !f.KmsgRead {
+	var out []Result
+	switch {
+	case !f.KmsgRead:
 		err := f.KmsgErr
 		if err == nil {
 			err = errors.New("kernel log not read")
 		}
-		return []Result{skip(c, nodeScope, "cannot read the kernel log: "+err.Error())}
-	}
-	var out []Result
-	if len(f.KmsgLost) > 0 {
+		out = append(out, skip(c, nodeScope, "cannot read the kernel log: "+err.Error()))
+	case len(f.KmsgLost) > 0:
 		out = append(out, lostRecords(f.KmsgLost))
 	}
-	if len(xids) == 0 && len(out) == 0 {
+	j := xidJudge{f: f, e: e, ev: ev, byBus: map[string][]XID{}, standing: map[string][]Standing{}, gpus: map[string]GPUFacts{}}
+	j.gather(prior)
+	for _, bus := range j.order {
+		if r, ok := j.gpuXID(bus); ok {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
 		return []Result{ok(c, nodeScope, "no new XIDs")}
 	}
-	byBus := map[string][]XID{}
-	var order []string
-	for _, x := range xids {
-		x.Severity = XIDSeverity(e.Health, x.Code)
-		if byBus[x.BusID] == nil {
-			order = append(order, x.BusID)
-		}
-		byBus[x.BusID] = append(byBus[x.BusID], x)
-	}
-	for _, bus := range order {
-		scope := "GPU ? (" + bus + ")"
-		for _, d := range f.Devices {
-			if d.BusID == bus {
-				scope = gpuScope(d)
-			}
-		}
-		sev := config.HealthOff
-		var parts []string
-		for _, x := range byBus[bus] {
-			sev = worse(sev, x.Severity)
-			parts = append(parts, fmt.Sprintf("Xid %d (%s)", x.Code, x.Text))
-		}
-		if sev == config.HealthOff {
-			out = append(out, ok(c, scope, "ignored: "+strings.Join(parts, "; ")))
-			continue
-		}
-		r := fail(c, scope, strings.Join(parts, "; "))
-		r.BusID, r.Severity = bus, sev
-		out = append(out, r)
-	}
 	return out
+}
+
+// xidJudge holds what evalXIDs judges, by GPU bus id.
+type xidJudge struct {
+	f        *Facts
+	e        Expect
+	ev       Events
+	order    []string         // the GPUs to judge: new Xids' first, then the scope's, then the history's
+	byBus    map[string][]XID // new Xids
+	standing map[string][]Standing
+	gpus     map[string]GPUFacts // the GPUs in scope
+}
+
+func (j *xidJudge) gather(prior []Result) {
+	seen := map[string]bool{}
+	add := func(bus string) {
+		if !seen[bus] {
+			seen[bus] = true
+			j.order = append(j.order, bus)
+		}
+	}
+	for _, x := range j.ev.New {
+		x.Severity = XIDSeverity(j.e.Health, x.Code, x.To)
+		j.byBus[x.BusID] = append(j.byBus[x.BusID], x)
+		add(x.BusID)
+	}
+	for _, g := range j.f.GPUs {
+		j.gpus[g.Dev.BusID] = g
+		add(g.Dev.BusID)
+	}
+	if !j.ev.Standing {
+		return
+	}
+	remapOK := map[string]bool{}
+	for _, r := range prior {
+		if r.Check == "row_remap" && r.Status == OK && r.BusID != "" {
+			remapOK[r.BusID] = true
+		}
+	}
+	for _, s := range StandingXIDs(j.ev.History, j.e.Health, remapOK) {
+		if _, inScope := j.gpus[s.BusID]; inScope || j.f.Whole {
+			j.standing[s.BusID] = append(j.standing[s.BusID], s)
+			add(s.BusID)
+		}
+	}
+}
+
+// gpuXID is one GPU's xid result: its new Xids, the fatal Xids that stand
+// against it (those not new in this run), and the driver's recovery
+// action when it is not none; ok false when there is nothing to say.
+func (j *xidJudge) gpuXID(bus string) (Result, bool) {
+	const c = "xid"
+	sev := config.HealthOff
+	var parts []string
+	fresh := map[int]bool{}
+	for _, x := range j.byBus[bus] {
+		sev = worse(sev, x.Severity)
+		fresh[x.Code] = true
+		parts = append(parts, fmt.Sprintf("Xid %d (%s)", x.Code, xidText(x.Code, x.Text, x.To)))
+	}
+	for _, s := range j.standing[bus] {
+		if !fresh[s.Code] {
+			sev = worse(sev, lower(config.HealthFatal, j.e.Health.HealthSeverity(c)))
+			parts = append(parts, s.describe())
+		}
+	}
+	if g, ok := j.gpus[bus]; ok {
+		if p, s := recoveryPart(g, j.e); p != "" {
+			sev = worse(sev, s)
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return Result{}, false
+	}
+	scope := j.scope(bus)
+	if sev == config.HealthOff {
+		return ok(c, scope, "ignored: "+strings.Join(parts, "; ")), true
+	}
+	r := fail(c, scope, strings.Join(parts, "; "))
+	r.BusID, r.Severity = bus, sev
+	return r, true
+}
+
+// scope names the GPU at bus: "GPU 0 (0000:18:00.0)", or "GPU ? (...)"
+// for one the backend does not list.
+func (j *xidJudge) scope(bus string) string {
+	for _, d := range j.f.Devices {
+		if d.BusID == bus {
+			return gpuScope(d)
+		}
+	}
+	return "GPU ? (" + bus + ")"
+}
+
+// recoveryPart is what the GPU's recovery action adds to its xid result,
+// and its severity: "" for none, or for a backend or driver that cannot
+// tell (a skip, never a failure); the action the driver asks for, fatal;
+// a read that failed otherwise, at the xid check's severity.
+func recoveryPart(g GPUFacts, e Expect) (string, string) {
+	sev := e.Health.HealthSeverity("xid")
+	switch {
+	case errors.Is(g.RecoveryErr, gpu.ErrUnsupported):
+		return "", ""
+	case g.RecoveryErr != nil:
+		return "recovery action unreadable: " + strings.TrimPrefix(g.RecoveryErr.Error(), "nvml: "), sev
+	case g.Recovery == gpu.RecoveryNone:
+		return "", ""
+	}
+	return "driver recovery action: " + g.Recovery.String(), lower(config.HealthFatal, sev)
+}
+
+// xidText is an Xid's text in a reason: its line's, or for an Xid 154
+// that names it, the action it changed to.
+func xidText(code int, text string, to *gpu.RecoveryAction) string {
+	if code == XIDRecoveryChanged && to != nil {
+		return "recovery action changed to " + to.String()
+	}
+	return text
 }
 
 // lostRecords is the warning for kernel log records lost before gpuprep

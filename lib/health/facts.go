@@ -25,6 +25,10 @@ type GPUFacts struct {
 	LinksErr    error
 	PCIe        PCIeLink
 	PCIeErr     error
+	// Recovery is the driver's recovery action for the GPU (the NVML
+	// field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION), read with the Xids.
+	Recovery    gpu.RecoveryAction
+	RecoveryErr error
 }
 
 // Facts is what the checks read of the node. Nothing in it is decided yet:
@@ -46,6 +50,7 @@ type Facts struct {
 	TopoErr    error
 	CMDQV      CMDQV
 	GPUs       []GPUFacts // the GPUs in scope
+	Whole      bool       // the scope is every GPU (whatever the backend lists)
 	BootID     string
 	Kmsg       KernelLog // the kernel log: its NVRM records, what was read and lost
 	KmsgRead   bool
@@ -93,9 +98,9 @@ func Gather(r host.Root, b gpu.Backend, scope []gpu.Device, need Need) *Facts {
 		f.Backend = b.Name()
 		f.NoBackend, _ = gpu.AutoFallback(b)
 		f.Devices, f.DevicesErr = b.Devices()
-		if scope == nil {
-			scope = f.Devices
-		}
+	}
+	if scope == nil {
+		scope, f.Whole = f.Devices, true
 	}
 	goRead(c["gpu_count"], func() { f.OnBus, f.OnBusErr = topo.NVIDIAGPUsOnBus(r) })
 	goRead(c["driver_version"], func() {
@@ -161,5 +166,19 @@ func gatherGPU(r host.Root, b gpu.Backend, d gpu.Device, need Need) GPUFacts {
 	if c["pcie_link"] {
 		g.PCIe, g.PCIeErr = ReadPCIeLink(r, d.BusID)
 	}
+	if c["xid"] {
+		g.Recovery, g.RecoveryErr = readRecovery(b, d)
+	}
 	return g
+}
+
+// readRecovery reads the GPU's recovery action through the backend's
+// gpu.RecoveryReader (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION); a backend
+// without one cannot tell (gpu.ErrUnsupported).
+func readRecovery(b gpu.Backend, d gpu.Device) (gpu.RecoveryAction, error) {
+	rr, ok := gpu.As[gpu.RecoveryReader](b)
+	if !ok || b == nil {
+		return 0, cannot(b, "the recovery action")
+	}
+	return rr.RecoveryAction(d.Index)
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"gpuprep/lib/gpu"
 )
 
 // A record keeps its priority: facility 0 is the kernel's, anything else
@@ -86,12 +89,11 @@ func TestKmsgDeviceEPIPE(t *testing.T) {
 }
 
 // Advance: records from the watermark to the first one read, and the
-// read's own gaps at or above the watermark, are lost; a run with records
-// lost clears no GPU's history, a later run without does.
+// read's own gaps at or above the watermark, are lost; the new Xids go
+// into their GPU's history, one record per code.
 func TestAdvanceLost(t *testing.T) {
 	const bus = "0000:18:00.0"
 	xid := kern(0, "NVRM: Xid (PCI:0000:18:00): 13, pid=7, name=a.out, Graphics Exception")
-	reset := kern(0, "NVRM: GPU 0000:18:00.0: GPU reset completed")
 	at := func(r Record, seq uint64) Record { r.Seq = seq; return r }
 	log := func(first uint64, recs []Record, lost ...Gap) KernelLog {
 		k := KernelLog{N: 1, First: first, Last: first, Lost: lost}
@@ -106,29 +108,62 @@ func TestAdvanceLost(t *testing.T) {
 	if len(fresh) != 1 || len(lost) != 0 || st.Next != 4 || len(st.History[bus]) != 1 {
 		t.Fatalf("first run: %+v %+v %+v", fresh, lost, st)
 	}
-	// The ring buffer dropped 4-9 before this run: unknown. The reset
-	// after the gap does not clear the history (the watermark moves on).
-	fresh, lost = st.Advance(bootA, log(10, []Record{at(reset, 12)}))
-	if len(fresh) != 0 || !reflect.DeepEqual(lost, []Gap{{From: 4, To: 10}}) || len(st.History[bus]) != 1 || st.Next != 13 {
+	// The ring buffer dropped 4-9 before this run: unknown.
+	fresh, lost = st.Advance(bootA, log(10, []Record{at(kern(0, "x"), 12)}))
+	if len(fresh) != 0 || !reflect.DeepEqual(lost, []Gap{{From: 4, To: 10}}) || st.Next != 13 {
 		t.Fatalf("gap between runs: %+v %+v %+v", fresh, lost, st)
 	}
 	// Gaps of the read: one below the watermark was seen before (none),
 	// one across it is cut at it, one above it is kept.
-	_, lost = st.Advance(bootA, log(5, []Record{at(xid, 20), at(reset, 25)}, Gap{From: 6, To: 9}, Gap{From: 11, To: 15}, Gap{From: 21, To: 23}))
-	if !reflect.DeepEqual(lost, []Gap{{From: 13, To: 15}, {From: 21, To: 23}}) || len(st.History[bus]) != 2 {
+	_, lost = st.Advance(bootA, log(5, []Record{at(xid, 20), at(xid, 25)}, Gap{From: 6, To: 9}, Gap{From: 11, To: 15}, Gap{From: 21, To: 23}))
+	if !reflect.DeepEqual(lost, []Gap{{From: 13, To: 15}, {From: 21, To: 23}}) {
 		t.Fatalf("gaps of the read: %+v %+v", lost, st)
 	}
-	// Nothing lost: the reset clears the GPU's history.
-	fresh, lost = st.Advance(bootA, log(20, []Record{at(xid, 26), at(reset, 27)}))
-	if len(fresh) != 1 || len(lost) != 0 || len(st.History[bus]) != 0 {
-		t.Fatalf("clean run: %+v %+v %+v", fresh, lost, st)
+	if h := st.History[bus]; len(h) != 1 || h[0].Count != 3 || h[0].FirstSeq != 3 || h[0].LastSeq != 25 {
+		t.Errorf("one record per code: %+v", h)
+	}
+	if n := lostCount(lost); n != 4 {
+		t.Errorf("lost %d records, want 4", n)
+	}
+	if n := lostCount([]Gap{{From: 3}}); n != 1 {
+		t.Errorf("a gap of unknown end counts %d, want 1", n)
 	}
 	// A new boot starts at 0: a log that starts there lost nothing; one
 	// that starts later lost its beginning.
-	if _, lost = st.Advance("boot-b", log(0, nil)); len(lost) != 0 {
-		t.Errorf("new boot: %+v", lost)
+	if _, lost = st.Advance("boot-b", log(0, nil)); len(lost) != 0 || len(st.History) != 0 {
+		t.Errorf("new boot: %+v %+v", lost, st.History)
 	}
 	if _, lost = st.Advance("boot-c", log(7, nil)); !reflect.DeepEqual(lost, []Gap{{From: 0, To: 7}}) {
 		t.Errorf("new boot, log wrapped: %+v", lost)
+	}
+}
+
+// Observe: a GPU's recovery action back to none after it was not clears
+// the records earlier runs read (not this run's); none all along clears
+// nothing; a run that lost records clears nothing and keeps the not-none
+// action, so the next complete run clears.
+func TestObserve(t *testing.T) {
+	const a, b = "0000:18:00.0", "0000:2a:00.0"
+	now := time.Unix(1700000000, 0)
+	st := &State{BootID: bootA, Next: 10, History: map[string]GPUHistory{
+		a: {{Code: 74, Count: 1, LastSeq: 3}, {Code: 79, Count: 2, LastSeq: 12}},
+		b: {{Code: 79, Count: 1, LastSeq: 4}},
+	}}
+	reset, none := gpu.RecoveryGPUReset, gpu.RecoveryNone
+	if c := st.Observe(map[string]gpu.RecoveryAction{a: reset, b: none}, 10, true, now); len(c) != 0 {
+		t.Fatalf("first read: %+v", c)
+	}
+	if c := st.Observe(map[string]gpu.RecoveryAction{a: none, b: none}, 10, false, now); len(c) != 0 || st.Recovery[a] != reset {
+		t.Fatalf("records lost: cleared %+v, recorded %v", c, st.Recovery)
+	}
+	c := st.Observe(map[string]gpu.RecoveryAction{a: none, b: none}, 10, true, now)
+	if len(c) != 1 || c[0].BusID != a || c[0].By != ByDriver || !reflect.DeepEqual(c[0].Codes, []int{74}) || !strings.Contains(c[0].Reason, "was GPU reset") {
+		t.Fatalf("back to none: %+v", c)
+	}
+	if h := st.History[a]; len(h) != 1 || h[0].Code != 79 || len(st.History[b]) != 1 || len(st.Clears) != 1 {
+		t.Errorf("after: %+v clears %+v", st.History, st.Clears)
+	}
+	if c := st.ClearAdmin(nil, "alice", "reseated", now); len(c) != 2 || c[0].By != "alice" || len(st.History) != 0 || len(st.Clears) != 3 {
+		t.Errorf("admin clear of all: %+v, left %+v", c, st.History)
 	}
 }

@@ -25,7 +25,7 @@ func tiny(t *testing.T, files map[string]string) host.Root {
 }
 
 func evalNode(f *Facts, e Expect, check string) []Result {
-	return Evaluate(f, e, []string{check}, nil)
+	return Evaluate(f, e, []string{check}, Events{})
 }
 
 func TestPCIeLink(t *testing.T) {

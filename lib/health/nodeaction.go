@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"gpuprep/lib/config"
 	"gpuprep/lib/slurm"
 )
 
@@ -70,14 +69,15 @@ func DrainReason(fatal []Result) string {
 // the node's state in Slurm (known false when scontrol could not tell):
 //   - a fatal failure drains the node, unless it is drained already (by
 //     gpuprep: kept as it is; by anyone else: left alone);
-//   - with no fatal failure, a node gpuprep drained (OwnsDrain) is resumed,
-//     unless a fatal Xid still stands against a GPU (StandingXIDs): a drain
-//     for a fatal Xid is lifted only on evidence that the GPU was reset or
-//     its row remapping is clear, never because no new Xid came;
+//   - with no fatal failure, a node gpuprep drained (OwnsDrain) is resumed;
+//     a fatal Xid that still stands against a GPU (StandingXIDs) is a
+//     fatal failure of every run until the GPU is cleared, so a drain for
+//     it is never lifted because no new Xid came, and a node resumed
+//     without clearing it is drained again;
 //   - any other drain is left alone.
 //
 // It does no I/O.
-func Decide(rep *Report, h config.HealthSection, node slurm.NodeState, known bool) Decision {
+func Decide(rep *Report, node slurm.NodeState, known bool) Decision {
 	if fatal := rep.Fatal(); len(fatal) > 0 {
 		reason := DrainReason(fatal)
 		switch {
@@ -95,9 +95,6 @@ func Decide(rep *Report, h config.HealthSection, node slurm.NodeState, known boo
 		return Decision{Action: Nothing, Why: "healthy"}
 	case !OwnsDrain(node.Reason):
 		return Decision{Action: Nothing, Why: fmt.Sprintf("healthy, but drained by someone else (%q): left alone", node.Reason)}
-	}
-	if st := StandingXIDs(rep, h); len(st) > 0 {
-		return Decision{Action: Nothing, Why: "every check passes, but it stays drained: " + StandingLine(st)}
 	}
 	return Decision{Action: Resume, Why: "every check passes; resuming the node gpuprep drained (" + node.Reason + ")"}
 }

@@ -1,11 +1,14 @@
 package health
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/slurm"
 )
 
@@ -16,23 +19,12 @@ func xidHealth() config.HealthSection {
 }
 
 // TestDecide: drain on a fatal failure unless drained already; resume only
-// gpuprep's own drains, only when nothing fatal fails and no fatal Xid
-// stands; never touch anyone else's drain.
+// gpuprep's own drains, only when nothing fatal fails (a standing Xid is a
+// fatal failure: TestStandingXIDs); never touch anyone else's drain.
 func TestDecide(t *testing.T) {
-	h := xidHealth()
 	fatal := &Report{Results: []Result{{Check: "ecc_volatile", Scope: "GPU 3 (0000:9a:00.0)", BusID: "0000:9a:00.0", Status: Fail, Severity: config.HealthFatal, Reason: "GPU 3 (0000:9a:00.0): 2 volatile uncorrectable ECC errors"},
 		{Check: "swap", Scope: nodeScope, Status: Fail, Severity: config.HealthFatal, Reason: "swap is on"}}}
 	healthy := &Report{Results: []Result{{Check: "swap", Scope: nodeScope, Status: OK}}}
-	xid79 := &Report{History: map[string][]XID{"0000:18:00.0": {{Code: 79, BusID: "0000:18:00.0"}}}}
-	xid13 := &Report{History: map[string][]XID{"0000:18:00.0": {{Code: 13, BusID: "0000:18:00.0"}}}}
-	// Xid 48 (double-bit ECC) is cleared by a row_remap check that passed
-	// on that GPU, never by one that was skipped or failed elsewhere.
-	xid48clear := &Report{History: map[string][]XID{"0000:18:00.0": {{Code: 48, BusID: "0000:18:00.0"}}},
-		Results: []Result{{Check: "row_remap", BusID: "0000:18:00.0", Status: OK}}}
-	xid48other := &Report{History: map[string][]XID{"0000:18:00.0": {{Code: 48, BusID: "0000:18:00.0"}}},
-		Results: []Result{{Check: "row_remap", BusID: "0000:9a:00.0", Status: OK}, {Check: "row_remap", BusID: "0000:18:00.0", Status: Skip}}}
-	xid79remap := &Report{History: map[string][]XID{"0000:18:00.0": {{Code: 79, BusID: "0000:18:00.0"}}},
-		Results: []Result{{Check: "row_remap", BusID: "0000:18:00.0", Status: OK}}}
 
 	idle := slurm.NodeState{Name: "n1", State: "IDLE"}
 	ours := slurm.NodeState{Name: "n1", State: "IDLE+DRAIN", Reason: "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79"}
@@ -57,19 +49,39 @@ func TestDecide(t *testing.T) {
 		{"healthy, the prolog failed to apply: left alone", healthy, applyFail, true, Nothing, "someone else"},
 		{"healthy, admin's drain: left alone", healthy, admin, true, Nothing, "someone else"},
 		{"healthy, state unknown: nothing", healthy, ours, false, Nothing, "unknown"},
-		{"fatal Xid standing: stays drained", xid79, ours, true, Nothing, "Xid 79 on 0000:18:00.0 not cleared"},
-		{"row remap clear does not clear Xid 79", xid79remap, ours, true, Nothing, "Xid 79"},
-		{"a warning Xid does not hold it", xid13, ours, true, Resume, ""},
-		{"Xid 48 cleared by row remapping", xid48clear, ours, true, Resume, ""},
-		{"Xid 48 not cleared by another GPU's remapping", xid48other, ours, true, Nothing, "row remapping reading clear"},
 	} {
-		d := Decide(c.rep, h, c.node, c.known)
+		d := Decide(c.rep, c.node, c.known)
 		if d.Action != c.action || !strings.Contains(d.Why, c.why) {
 			t.Errorf("%s: %+v, want %s with %q", c.name, d, c.action, c.why)
 		}
 		if d.Action == Drain && (!strings.HasPrefix(d.Reason, DrainPrefix) || !OwnsDrain(d.Reason)) {
 			t.Errorf("%s: drain reason %q is not one gpuprep-health lifts", c.name, d.Reason)
 		}
+	}
+}
+
+// TestStandingXIDs: a fatal record stands, a warning one does not; a
+// memory-error Xid (48) stops standing while the row_remap check passes
+// on its GPU, never on another GPU's, and Xid 79 never does; Xid 154
+// stands for the action it changed to, unless that is none.
+func TestStandingXIDs(t *testing.T) {
+	h := xidHealth()
+	const a, b = "0000:18:00.0", "0000:9a:00.0"
+	none, reset := gpu.RecoveryNone, gpu.RecoveryGPUReset
+	hist := map[string]GPUHistory{
+		a: {{Code: 13, Count: 5}, {Code: 48, Count: 1}, {Code: 79, Count: 2}, {Code: 154, To: &none}},
+		b: {{Code: 48, Count: 1}, {Code: 154, To: &reset}},
+	}
+	var got []string
+	for _, s := range StandingXIDs(hist, h, map[string]bool{a: true}) {
+		got = append(got, fmt.Sprintf("%s %d", s.BusID, s.Code))
+	}
+	if want := []string{a + " 79", b + " 48", b + " 154"}; !slices.Equal(got, want) {
+		t.Errorf("standing %v, want %v", got, want)
+	}
+	h.Severity = map[string]string{"xid": "warn"}
+	if s := StandingXIDs(hist, h, nil); len(s) != 0 {
+		t.Errorf("xid = warn: %+v stand", s)
 	}
 }
 

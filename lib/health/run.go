@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
+	"slices"
 	"time"
 
 	"gpuprep/lib/config"
@@ -49,8 +49,12 @@ type Options struct {
 
 // Run gathers the facts, evaluates the op's checks, debounces, and
 // (unless ReadOnly) saves the state: the watermark moves past every record
-// read, so each XID is acted on by exactly one run. An error is a state
-// that cannot be read or written; check failures are in the Report.
+// read, so each XID is new to exactly one run, and stays in its GPU's
+// history until the GPU is cleared (State). An error before the checks ran
+// (a state that cannot be read) comes with no report; a state that cannot
+// be saved comes with the whole report, so gpuprep-health still acts on
+// it (the prolog fails instead: hook.checkHealth). Check failures are in
+// the Report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	start := time.Now()
 	checks := PrologChecks
@@ -61,20 +65,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	need := Need{Checks: map[string]bool{}, TopoFile: o.Health.NCCLTopoFile, NVLinks: o.Health.NVLinks != 0 || len(o.Models) > 0}
-	for _, c := range checks {
-		on := o.Health.HealthSeverity(c) != config.HealthOff
-		if c == "ib_ports" {
-			on = on && (len(o.Health.IBDevices) > 0 || o.Health.IBRateGbps > 0)
-		}
-		need.Checks[c] = on
-	}
-	f := Gather(o.Root, o.GPU, o.GPUs, need)
+	f := Gather(o.Root, o.GPU, o.GPUs, need(o, checks))
 	var xids []XID
+	seen := st.Next
 	if f.KmsgRead {
+		if st.BootID != f.BootID {
+			seen = 0
+		}
 		xids, f.KmsgLost = st.Advance(f.BootID, f.Kmsg)
 	}
-	res := Evaluate(f, Expect{Health: o.Health, Models: o.Models}, checks, xids)
+	cleared := st.Observe(recoveryRead(f), seen, f.KmsgRead && len(f.KmsgLost) == 0, time.Now())
+	for _, c := range cleared {
+		logf(o.Log).Warn("Xid history cleared: the driver's recovery action is back to none", "gpu", c.BusID, "xids", c.Codes, "why", c.Reason)
+	}
+	res := Evaluate(f, Expect{Health: o.Health, Models: o.Models}, checks, Events{New: xids, History: st.History, Standing: o.Op != "epilog"})
 	if o.Op == "epilog" {
 		res = append(res, leftovers(ctx, o, f)...)
 		res = append(res, external(ctx, o)...)
@@ -83,18 +87,91 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := range res {
 		debounce(&res[i], o.Health, st)
 	}
-	rep := &Report{Op: o.Op, Backend: f.Backend, GPUs: len(f.Devices), Results: res, XIDs: xids, History: maps.Clone(st.History)}
-	for _, d := range f.Devices {
-		rep.Inventory = append(rep.Inventory, GPURef{Index: d.Index, UUID: d.UUID, BusID: d.BusID})
-	}
-	for i := range rep.XIDs {
-		rep.XIDs[i].Severity = XIDSeverity(o.Health, rep.XIDs[i].Code)
-	}
+	rep := report(o, f, st, res, xids)
+	rep.Cleared = cleared
 	rep.Millis = float64(time.Since(start).Microseconds()) / 1000
 	if o.ReadOnly || o.Spool == nil {
 		return rep, nil
 	}
 	return rep, st.Save(o.Spool)
+}
+
+// need is what a run of checks reads: a check off in [health.severity]
+// reads nothing, ib_ports only when configured.
+func need(o Options, checks []string) Need {
+	n := Need{Checks: map[string]bool{}, TopoFile: o.Health.NCCLTopoFile, NVLinks: o.Health.NVLinks != 0 || len(o.Models) > 0}
+	for _, c := range checks {
+		on := o.Health.HealthSeverity(c) != config.HealthOff
+		if c == "ib_ports" {
+			on = on && (len(o.Health.IBDevices) > 0 || o.Health.IBRateGbps > 0)
+		}
+		n.Checks[c] = on
+	}
+	return n
+}
+
+// recoveryRead is the recovery action of each GPU in scope that could be
+// read, by bus id.
+func recoveryRead(f *Facts) map[string]gpu.RecoveryAction {
+	out := map[string]gpu.RecoveryAction{}
+	for _, g := range f.GPUs {
+		if g.RecoveryErr == nil {
+			out[g.Dev.BusID] = g.Recovery
+		}
+	}
+	return out
+}
+
+// report is the run's Report: its results, the new Xids and the GPUs'
+// histories with what each record means now, the recovery actions read,
+// and the kernel log records lost.
+func report(o Options, f *Facts, st *State, res []Result, xids []XID) *Report {
+	rep := &Report{Op: o.Op, Backend: f.Backend, GPUs: len(f.Devices), Results: res, XIDs: xids, KmsgLost: lostCount(f.KmsgLost)}
+	for _, d := range f.Devices {
+		rep.Inventory = append(rep.Inventory, GPURef{Index: d.Index, UUID: d.UUID, BusID: d.BusID})
+	}
+	for i := range rep.XIDs {
+		rep.XIDs[i].Severity = XIDSeverity(o.Health, rep.XIDs[i].Code, rep.XIDs[i].To)
+	}
+	if len(st.History) > 0 {
+		rep.History = map[string]GPUHistory{}
+	}
+	for bus, h := range st.History {
+		h = slices.Clone(h)
+		for i := range h {
+			h[i].Severity = XIDSeverity(o.Health, h[i].Code, h[i].To)
+		}
+		rep.History[bus] = h
+	}
+	for bus, a := range recoveryRead(f) {
+		if rep.Recovery == nil {
+			rep.Recovery = map[string]gpu.RecoveryAction{}
+		}
+		rep.Recovery[bus] = a
+	}
+	return rep
+}
+
+// lostCount is how many records gaps hold; a gap of unknown end counts
+// one (at least one record was lost).
+func lostCount(gaps []Gap) uint64 {
+	var n uint64
+	for _, g := range gaps {
+		if g.To == 0 {
+			n++
+		} else {
+			n += g.To - g.From
+		}
+	}
+	return n
+}
+
+// logf is l, or a logger that discards.
+func logf(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }
 
 // debounce applies a check's [health.debounce]: a failure counts at its

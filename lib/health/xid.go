@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 )
 
 // XID is one Xid event from the kernel log.
@@ -18,6 +19,8 @@ type XID struct {
 	Seq  uint64 `json:"seq"`
 	USec uint64 `json:"usec"`
 	Text string `json:"text"` // the rest of the line, clipped
+	// To is the action an Xid 154 changed to, when its line says.
+	To *gpu.RecoveryAction `json:"to_action,omitempty"`
 	// Severity is the code's, from [health] xid_fatal, xid_warn, xid_other.
 	Severity string `json:"severity"`
 }
@@ -41,16 +44,15 @@ type XID struct {
 // and older drivers' lines without "PCI:" ("NVRM: Xid (0000:01:00): 3, ...").
 var xidRE = regexp.MustCompile(`^NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?((?: GPU-C?I:\d+)*)\): (\d+)(?:,\s*(.*))?$`)
 
-// resetRE matches a driver line, of one of the driver's own per-GPU
-// prefixes ("NVRM: GPU 0000:18:00.0: " from the kernel interface layer's
-// NV_DEV_PRINTF, "NVRM: GPU at PCI:0000:18:00: " from the RC code), that
-// says the GPU was reset or recovered ("NVRM: GPU 0000:18:00.0: GPU reset
-// completed"). An Xid line never is one (Xid 63's text says "reset gpu to
-// activate", which is advice, not a reset): it does not start "NVRM: GPU".
-// The open kernel modules (595.45.04) print no such line themselves that
-// could be found; what this keeps is that only the driver's own per-GPU
-// prefix, in a kernel record, can clear a GPU's history.
-var resetRE = regexp.MustCompile(`^NVRM: GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?: .*\b(?i:reset|recovered)\b`)
+// XIDRecoveryChanged is Xid 154, GPU_RECOVERY_ACTION_CHANGED: "GPU
+// recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)". It
+// is judged by the action it changed to, not by its code.
+const XIDRecoveryChanged = 154
+
+// recoveryChangeRE reads the action an Xid 154 line changed to: the
+// number after "to 0x" (the names vary between drivers: "GPU Reset
+// Required", "PF FLR", "Node Reboot Required", "OS Reboot").
+var recoveryChangeRE = regexp.MustCompile(`\bfrom 0x[0-9A-Fa-f]+ \([^)]*\) to 0x([0-9A-Fa-f]{1,8})\b`)
 
 // ParseXID reads a driver Xid line; ok is false for any other record,
 // however much of an Xid line its message holds.
@@ -66,20 +68,17 @@ func ParseXID(rec Record) (x XID, ok bool) {
 	if err != nil {
 		return x, false
 	}
-	return XID{Code: code, BusID: canonicalBus(m[1]), MIG: strings.TrimSpace(m[2]), Seq: rec.Seq, USec: rec.USec,
-		Text: clip(strings.TrimSpace(m[4]))}, true
-}
-
-// ParseReset reads a driver line saying a GPU was reset: the GPU's bus id.
-func ParseReset(rec Record) (bus string, ok bool) {
-	if !rec.FromKernel() {
-		return "", false
+	x = XID{Code: code, BusID: canonicalBus(m[1]), MIG: strings.TrimSpace(m[2]), Seq: rec.Seq, USec: rec.USec,
+		Text: clip(strings.TrimSpace(m[4]))}
+	if code == XIDRecoveryChanged {
+		// The driver's text is the line's end: its last match.
+		if all := recoveryChangeRE.FindAllStringSubmatch(m[4], -1); all != nil {
+			v, _ := strconv.ParseUint(all[len(all)-1][1], 16, 32)
+			to := gpu.RecoveryAction(v)
+			x.To = &to
+		}
 	}
-	m := resetRE.FindStringSubmatch(rec.Msg)
-	if m == nil {
-		return "", false
-	}
-	return canonicalBus(m[1]), true
+	return x, true
 }
 
 // canonicalBus turns "0000:18:00" into "0000:18:00.0" (the driver names
@@ -94,10 +93,16 @@ func canonicalBus(b string) string {
 
 // XIDSeverity is the severity of an XID code: fatal if xid_fatal lists it,
 // warn if xid_warn does, else xid_other; capped by the xid check's own
-// severity (xid = "warn" makes every XID a warning).
-func XIDSeverity(h config.HealthSection, code int) string {
+// severity (xid = "warn" makes every XID a warning). An Xid 154 whose line
+// names the action it changed to (to non-nil) is fatal for any action but
+// none, and a warning for none, whatever the lists say.
+func XIDSeverity(h config.HealthSection, code int, to *gpu.RecoveryAction) string {
 	sev := h.XIDOther
 	switch {
+	case code == XIDRecoveryChanged && to != nil && *to == gpu.RecoveryNone:
+		sev = config.HealthWarn
+	case code == XIDRecoveryChanged && to != nil:
+		sev = config.HealthFatal
 	case slices.Contains(h.XIDFatal, code):
 		sev = config.HealthFatal
 	case slices.Contains(h.XIDWarn, code):

@@ -54,39 +54,73 @@ func TestParseXID(t *testing.T) {
 	}
 }
 
-// GPU reset lines: the driver's own, anchored, of the kernel facility.
-func TestParseReset(t *testing.T) {
+// Xid 154's line names the action the GPU's recovery changed to: the
+// number after "to 0x", whatever name the driver gives it; a process name
+// a user chose cannot stand in for it (the driver's text is the line's
+// end). A line that does not say leaves it unknown.
+func TestParseXID154(t *testing.T) {
 	for msg, want := range map[string]string{
-		"NVRM: GPU 0000:18:00.0: GPU reset completed":           "0000:18:00.0",
-		"NVRM: GPU at PCI:0000:5D:00: GPU recovered from error": "0000:5d:00.0",
+		"NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)":                            "GPU reset",
+		"NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (PF FLR)":                                        "GPU reset",
+		"NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (OS Reboot)":                                     "node reboot",
+		"NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)":                            "none",
+		"NVRM: Xid (PCI:0000:18:00): 154, pid=9, name=to 0x0 (None), GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)":    "drain and reset",
+		"NVRM: Xid (PCI:0000:18:00): 154, pid=9, name=from 0x1 (x, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)": "node reboot",
 	} {
-		if bus, ok := ParseReset(kern(1, msg)); !ok || bus != want {
-			t.Errorf("%q: %q %v", msg, bus, ok)
+		x, ok := ParseXID(kern(1, msg))
+		if !ok || x.To == nil || x.To.String() != want {
+			t.Errorf("%q: %+v %v, want to %s", msg, x, ok, want)
 		}
 	}
-	for _, rec := range []Record{
-		// Xid 63's text mentions a reset: it is not one.
-		kern(1, "NVRM: Xid (PCI:0000:18:00): 63, Row Remapper: New row marked for remapping, reset gpu to activate."),
-		kern(2, "NVRM: Xid (PCI:0000:18:00): 13, pid=7, name=NVRM: GPU 0000:18:00.0: GPU reset, Graphics Exception"),
-		kern(3, "tmpfs: Unknown parameter 'NVRM: GPU 0000:18:00.0: GPU reset completed'"),
-		{Prio: 14, Seq: 4, Msg: "NVRM: GPU 0000:18:00.0: GPU reset completed"},
-		kern(5, "NVRM: GPU at PCI:0000:18:00: GPU-5d9b7a4e-3c8d-2f1e-9a0b-6c7d8e9f0a1b"),
+	for _, msg := range []string{
+		"NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed",
+		"NVRM: Xid (PCI:0000:18:00): 79, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
 	} {
-		if bus, ok := ParseReset(rec); ok {
-			t.Errorf("%+v read as a reset of %s", rec, bus)
+		if x, ok := ParseXID(kern(1, msg)); !ok || x.To != nil {
+			t.Errorf("%q: %+v %v, want no action", msg, x, ok)
 		}
+	}
+}
+
+// Driver lines about resets are not Xids and clear nothing: only the
+// driver's recovery action, a reboot or an admin's clear do (State).
+func TestResetLinesClearNothing(t *testing.T) {
+	st := &State{}
+	x := kern(1, "NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, GPU has fallen off the bus.")
+	k := KernelLog{Records: []Record{x}, N: 2, First: 1, Last: 2}
+	st.Advance(bootA, k)
+	var recs []Record
+	for i, msg := range []string{"NVRM: GPU 0000:18:00.0: GPU reset completed", "NVRM: GPU 0000:18:00.0: GPU reset failed",
+		"NVRM: GPU 0000:18:00.0: GPU reset required", "NVRM: GPU at PCI:0000:18:00: GPU not recovered", "NVRM: GPU at PCI:0000:18:00: GPU recovered from error"} {
+		recs = append(recs, kern(uint64(3+i), msg))
+	}
+	if fresh, lost := st.Advance(bootA, KernelLog{Records: recs, N: len(recs), First: 3, Last: uint64(2 + len(recs))}); len(fresh) != 0 || len(lost) != 0 {
+		t.Fatalf("reset lines: fresh %+v lost %+v", fresh, lost)
+	}
+	if h := st.History["0000:18:00.0"]; len(h) != 1 || h[0].Code != 79 {
+		t.Errorf("history after reset lines: %+v", st.History)
 	}
 }
 
 func TestXIDSeverity(t *testing.T) {
 	h := config.Default().Health
-	for code, want := range map[int]string{79: "fatal", 48: "fatal", 13: "warn", 43: "warn", 999: "warn"} {
-		if got := XIDSeverity(h, code); got != want {
+	for code, want := range map[int]string{79: "fatal", 48: "fatal", 13: "warn", 43: "warn", 999: "warn", 154: "warn"} {
+		if got := XIDSeverity(h, code, nil); got != want {
 			t.Errorf("Xid %d: %s, want %s", code, got, want)
 		}
 	}
+	// Xid 154 by the action it changed to, whatever the lists say.
+	none, reboot := gpu.RecoveryNone, gpu.RecoveryNodeReboot
+	h.XIDFatal = append(h.XIDFatal, 154)
+	if got := XIDSeverity(h, 154, &none); got != "warn" {
+		t.Errorf("Xid 154 to none: %s", got)
+	}
+	h.XIDFatal = nil
+	if got := XIDSeverity(h, 154, &reboot); got != "fatal" {
+		t.Errorf("Xid 154 to node reboot: %s", got)
+	}
 	h.Severity = map[string]string{"xid": "warn"}
-	if got := XIDSeverity(h, 79); got != "warn" {
+	if got := XIDSeverity(h, 79, nil); got != "warn" {
 		t.Errorf("xid capped at warn: 79 is %s", got)
 	}
 }
@@ -106,8 +140,10 @@ func TestKmsgGarbage(t *testing.T) {
 	}
 }
 
-// The XID watermark: an XID drains once; later runs of the same boot never
-// count it again; a new boot starts from 0; a read-only run moves nothing.
+// The XID watermark: an XID is new to one run only; a read-only run moves
+// nothing; a fatal one stands in its GPU's history, failing every later
+// prolog of that GPU (not as a new Xid) and no epilog, until the driver's
+// recovery action goes back to none after it was not, or a reboot.
 func TestXIDWatermark(t *testing.T) {
 	n := newNode(t)
 	n.appendKmsg("4,1,100,-;NVRM: Xid (PCI:0000:5d:00): 79, pid=99, name=python, GPU has fallen off the bus.")
@@ -115,39 +151,42 @@ func TestXIDWatermark(t *testing.T) {
 	// --health sees it but does not consume it.
 	for i := 0; i < 2; i++ {
 		rep := n.run("health", true)
-		if f := rep.Fatal(); len(f) != 1 || f[0].Check != "xid" {
+		if f := rep.Fatal(); len(f) != 1 || f[0].Check != "xid" || len(rep.XIDs) != 1 {
 			t.Fatalf("read-only run %d: %+v", i, f)
 		}
 	}
+	gpumock.SetFaults(n.dev(3), gpumock.Faults{RecoveryAction: int(gpu.RecoveryGPUReset)})
 	rep := n.run("prolog", false)
 	f := rep.Fatal()
-	if len(f) != 1 || f[0].Reason != gpu3+": Xid 79 (pid=99, name=python, GPU has fallen off the bus.)" {
+	if len(f) != 1 || f[0].Reason != gpu3+": Xid 79 (pid=99, name=python, GPU has fallen off the bus.); driver recovery action: GPU reset" {
 		t.Fatalf("first prolog: %+v", f)
 	}
 	if rep.Reason() != "health: "+f[0].Reason {
 		t.Errorf("reason %q", rep.Reason())
 	}
-	// The admin resumes the node: the same XID never drains it again.
+	// The admin resumes the node: the Xid is no longer new, but it stands.
 	for i := 0; i < 2; i++ {
 		rep = n.run("prolog", false)
-		if len(rep.Fatal()) != 0 || one(t, rep, "xid", "node").Value != "no new XIDs" {
+		if f := rep.Fatal(); len(rep.XIDs) != 0 || len(f) != 1 || !strings.HasPrefix(f[0].Reason, gpu3+": Xid 79 not cleared (1 time; pid=99") {
 			t.Fatalf("prolog %d after: %+v", i, rep.Results)
 		}
 	}
-	if h := rep.History["0000:5d:00.0"]; len(h) != 1 || h[0].Code != 79 {
+	if h := rep.History["0000:5d:00.0"]; len(h) != 1 || h[0].Code != 79 || h[0].Count != 1 || h[0].Severity != "fatal" {
 		t.Errorf("history %+v", rep.History)
 	}
-	// A new application XID only warns.
+	// A new application XID only warns; the epilog judges new Xids only.
 	n.appendKmsg("4,2,200,-;NVRM: Xid (PCI:0000:18:00): 13, pid=7, name=a.out, Graphics Exception")
+	gpumock.SetFaults(n.dev(3), gpumock.Faults{})
 	rep = n.run("epilog", false)
 	if w := rep.Warnings(); len(rep.Fatal()) != 0 || len(w) != 1 || !strings.HasPrefix(w[0].Reason, "GPU 0 (0000:18:00.0): Xid 13 ") {
 		t.Errorf("Xid 13: fatal %+v warn %+v", rep.Fatal(), w)
 	}
-	// A GPU reset clears the GPU's history.
-	n.appendKmsg("6,3,300,-;NVRM: GPU 0000:5d:00.0: GPU reset completed")
-	rep = n.run("prolog", false)
-	if _, ok := rep.History["0000:5d:00.0"]; ok || len(rep.History["0000:18:00.0"]) != 1 {
-		t.Errorf("history after reset: %+v", rep.History)
+	// The epilog read the action back to none: the GPU's history is clear.
+	if _, ok := rep.History["0000:5d:00.0"]; ok || len(rep.Cleared) != 1 || rep.Cleared[0].By != ByDriver || len(rep.History["0000:18:00.0"]) != 1 {
+		t.Errorf("history after the recovery: %+v cleared %+v", rep.History, rep.Cleared)
+	}
+	if rep = n.run("prolog", false); len(rep.Fatal()) != 0 {
+		t.Errorf("prolog after the recovery: %+v", rep.Fatal())
 	}
 	// A reboot: the log starts again at sequence 0; its XIDs are new.
 	n.write("/proc/sys/kernel/random/boot_id", "99999999-2222-3333-4444-555555555555\n")
@@ -159,6 +198,7 @@ func TestXIDWatermark(t *testing.T) {
 	if len(rep.History["0000:18:00.0"]) != 0 {
 		t.Errorf("history kept over a reboot: %+v", rep.History)
 	}
+	// Xid 48 stands no more while its row remapping reads clear.
 	if rep = n.run("prolog", false); len(rep.Fatal()) != 0 {
 		t.Errorf("again after reboot: %+v", rep.Fatal())
 	}

@@ -11,8 +11,11 @@ import (
 // The health checks ([health], lib/health): the prolog runs the fast ones
 // before it changes anything, like the MIG check, and a fatal failure is a
 // node error that skips the profile fallback (healthError); warnings join
-// the outcome's. The epilog runs the post-job ones after it restored the
-// node, so a failing check never keeps a job's settings in place.
+// the outcome's. A fatal Xid that stands against one of the job's GPUs
+// (not cleared since) fails every prolog of a job on it. The epilog runs
+// the post-job ones after it restored the node, so a failing check never
+// keeps a job's settings in place; it judges only new Xids. Both read the
+// kernel log every run, so an Xid is read soon after the driver logs it.
 
 // healthError is a fatal health failure: a node error (exit 1, Slurm
 // drains the node) that the user-profile fallback leaves alone.
@@ -49,10 +52,13 @@ func checkHealth(ctx context.Context, o *Options, out *Outcome, op string, gpus 
 	}
 	rep, err := health.Run(ctx, health.Options{Op: op, Root: o.Root, GPU: o.GPU, Health: h, Models: models, GPUs: scope,
 		Spool: o.Spool, ReadOnly: o.DryRun, JobID: jobKey(o.Job), JobSLUID: o.Job.SLUID, Log: o.Log})
+	out.Health = rep // also when the state was not saved: the report is whole
 	if err != nil {
+		// A state the hook cannot save fails it (the node drains with the
+		// reason): unlike gpuprep-health, which acts and then reports it,
+		// a hook never goes on without its record of what it read.
 		return nodeErrorf("health: %v", err)
 	}
-	out.Health = rep
 	for _, w := range rep.Warnings() {
 		out.Warnings = append(out.Warnings, health.ReasonPrefix+w.Reason)
 	}

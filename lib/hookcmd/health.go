@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"gpuprep/lib/cli"
@@ -74,9 +76,9 @@ func writeHealthTable(w io.Writer, rep *health.Report) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Check, r.Scope, status, detail)
 	}
 	tw.Flush()
-	for bus, xs := range rep.History {
-		for _, x := range xs {
-			fmt.Fprintf(w, "XID history %s: Xid %d at seq %d (%s)\n", bus, x.Code, x.Seq, x.Text)
+	for _, bus := range slices.Sorted(maps.Keys(rep.History)) {
+		for _, x := range rep.History[bus] {
+			fmt.Fprintf(w, "XID history %s: Xid %d (%s), %d times, seq %d to %d, last: %s\n", bus, x.Code, x.Severity, x.Count, x.FirstSeq, x.LastSeq, x.Text)
 		}
 	}
 }

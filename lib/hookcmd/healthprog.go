@@ -47,6 +47,8 @@ type healthFlags struct {
 	node     string
 	dryRun   bool
 	noDrain  bool
+	clear    string // --clear GPU|all
+	reason   string // --reason TEXT, with --clear
 }
 
 const healthUsage = `usage: gpuprep-health [flags]
@@ -54,17 +56,25 @@ const healthUsage = `usage: gpuprep-health [flags]
 Slurm HealthCheckProgram (slurm.conf: HealthCheckProgram=/usr/sbin/gpuprep-health,
 HealthCheckInterval=300, HealthCheckNodeState=ANY,CYCLE): runs the prolog's
 health checks on an idle or busy node, under the node lock it shares with
-gpuprep-prolog and gpuprep-epilog (one Xid watermark: each Xid is acted on
-once). A fatal failure drains the node with a reason that starts "gpuprep: "
+gpuprep-prolog and gpuprep-epilog (one Xid watermark: each Xid is new to one
+run). A fatal failure drains the node with a reason that starts "gpuprep: "
 and names the check and the GPU; a node gpuprep drained is resumed once every
-check passes (after a fatal Xid, only when the GPU was reset or its row
-remapping reads clear); a drain anyone else set is left alone. For
+check passes; a drain anyone else set is left alone. A fatal Xid stands
+until its GPU is cleared: every run fails and drains a node that is not
+drained (a failed scontrol is retried at the next run), and every prolog of
+a job on that GPU fails. It is cleared by a reboot, by the driver's
+recovery action (NVML) back to none after a reset, or by an admin:
+gpuprep-health --clear GPU|all --reason TEXT (GPU: index, bus id or UUID;
+root; who, what and why go to the log, the state and the metrics). A
+recovery action other than none fails its GPU whatever the log says. For
 [health] boot_grace after boot the checks that wait for daemons only warn.
 [health] external_command runs only when the node is idle. It writes
 gpuprep-health.prom for node_exporter. With --no-drain it leaves
 draining to its caller (LBNL NHC: check_cmd_status -t 45 /usr/sbin/gpuprep-health
---no-drain) and fails while a fatal Xid stands. Exit 0: healthy (or another
-gpuprep-health runs); 1: a fatal check failed; 2: bad input.`
+--no-drain). It decides and acts before a state it cannot save stops it:
+that is reported (stderr, log, gpuprep_health_state_saved) with exit 1.
+Exit 0: healthy (or another gpuprep-health runs); 1: a fatal check failed,
+or the state could not be saved; 2: bad input.`
 
 // HealthProgram is gpuprep-health, slurmd's HealthCheckProgram. slurmd runs
 // it with no arguments, SLURMD_NODENAME set, and kills it after 60 s.
@@ -74,6 +84,9 @@ func HealthProgram(e cli.Env) int {
 	fs := newHealthFlagSet(&f, e.Stderr)
 	if done, code := cli.Parse(fs, &f.common, e.Args, e.Stdout); done {
 		return code
+	}
+	if err := checkClearFlags(&f); err != nil {
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
 	}
 	cfg, err := f.common.LoadConfig()
 	if err != nil {
@@ -93,6 +106,9 @@ func HealthProgram(e cli.Env) int {
 	defer logs.Close()
 	deadline := min(runDeadline(cfg), healthProgramDeadline)
 	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
+		if f.clear != "" {
+			return clearProgram(ctx, prog, &f, cfg, logs.Log, e.Getenv, e.Stdout, e.Stderr)
+		}
 		return healthProgram(ctx, prog, &f, cfg, logs.Log, e.Getenv, e.Stdout, e.Stderr)
 	})
 	if timedOut {
@@ -108,7 +124,9 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
 	fs.StringVar(&f.node, "node", "", "the node's Slurm name (default SLURMD_NODENAME, else the short host name)")
-	fs.BoolVar(&f.noDrain, "no-drain", false, "leave draining and resuming to the caller (LBNL NHC's check_cmd_status): never call scontrol; exit 1 while a check fails fatally or a fatal Xid stands against a GPU not reset since")
+	fs.BoolVar(&f.noDrain, "no-drain", false, "leave draining and resuming to the caller (LBNL NHC's check_cmd_status): never call scontrol; exit 1 while a check fails fatally (a standing fatal Xid too)")
+	fs.StringVar(&f.clear, "clear", "", "end the standing Xids of a GPU (its index, PCI bus id or UUID) or of \"all\", with --reason; root only; recorded in the log, the state and gpuprep-health.prom")
+	fs.StringVar(&f.reason, "reason", "", "why the GPU is fit again (--clear): recorded with who cleared it")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "run the checks read-only and print what it would do to the node; change nothing (no lock, Xid watermark, drain, resume, metrics or log file)")
 	return fs
 }
@@ -126,6 +144,9 @@ type healthRun struct {
 	Decision  health.Decision `json:"decision"`
 	Done      bool            `json:"done"` // the decision was carried out (false on --dry-run or a scontrol failure)
 	Health    *health.Report  `json:"health"`
+	// StateError is why the health state could not be saved ("" when it
+	// was, or on --dry-run): the run acted all the same.
+	StateError string `json:"state_error,omitempty"`
 }
 
 func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.Config, log *slog.Logger, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -197,10 +218,16 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 		return fail(cli.ExitBadInput, err)
 	}
 	root := f.common.HostRoot()
-	rep, err := checkUnderLock(ctx, sp, f.dryRun, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
+	rep, saveErr := checkUnderLock(ctx, sp, f.dryRun, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
 		Models: models, Spool: sp, ReadOnly: f.dryRun, Extra: extra, Log: log})
-	if err != nil {
-		return fail(cli.ExitMismatch, err)
+	if rep == nil {
+		return fail(cli.ExitMismatch, saveErr)
+	}
+	if saveErr != nil {
+		// The checks ran: decide and act on them all the same; the next
+		// run reads the same kernel log records again.
+		run.StateError = saveErr.Error()
+		log.Error("health state not saved: this run decides and acts all the same; the next run reads the same kernel log records again", "err", saveErr)
 	}
 	if up, err := health.Uptime(root); err != nil {
 		log.Debug("uptime unknown: no boot grace", "err", err)
@@ -209,13 +236,9 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 		run.GraceLeft = left.Seconds()
 	}
 	run.Health = rep
-	run.Decision = health.Decide(rep, cfg.Health, ns, nsErr == nil)
-	standing := health.StandingXIDs(rep, cfg.Health)
+	run.Decision = health.Decide(rep, ns, nsErr == nil)
 	if f.noDrain {
 		run.Decision = health.Decision{Action: health.Nothing, Why: "--no-drain: the caller drains and resumes"}
-		if len(standing) > 0 {
-			run.Decision.Why += "; fails while " + health.StandingLine(standing)
-		}
 	}
 	if !f.dryRun {
 		if !f.noDrain {
@@ -228,7 +251,7 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 		case run.Done && run.Decision.Action == health.Resume:
 			drained = false
 		}
-		recordHealthMetrics(root, cfg, sp, rep, nodeDrained(nsErr == nil || run.Done, drained), time.Since(started), log)
+		recordHealthMetrics(root, cfg, sp, rep, nodeDrained(nsErr == nil || run.Done, drained), saveErr == nil, time.Since(started), log)
 	}
 	logHealth(log, run)
 	if f.common.JSON {
@@ -236,7 +259,10 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	} else {
 		writeHealthRun(stdout, run)
 	}
-	if len(rep.Fatal()) > 0 || f.noDrain && len(standing) > 0 {
+	if saveErr != nil {
+		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("the node was checked and acted on, but %w", saveErr))
+	}
+	if len(rep.Fatal()) > 0 {
 		return cli.ExitMismatch
 	}
 	return cli.ExitOK
@@ -246,8 +272,11 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 var errNoDrain = errors.New("not asked (--no-drain)")
 
 // checkUnderLock runs the checks under the node lock the hooks take (not
-// for a dry run, which writes nothing): the Xid watermark and the debounce
-// streaks are theirs too.
+// for a dry run, which writes nothing): the Xid watermark, history and the
+// debounce streaks are theirs too. The state is saved before the lock is
+// released (a prolog may move the watermark right after), and before
+// scontrol is run (which never waits under the lock): a report with an
+// error is a state not saved, which the caller reports after acting.
 func checkUnderLock(ctx context.Context, sp *state.Spool, dryRun bool, o health.Options) (*health.Report, error) {
 	if !dryRun {
 		unlock, err := sp.Lock(ctx)
@@ -285,7 +314,7 @@ func act(ctx context.Context, node string, d health.Decision, log *slog.Logger) 
 		err = slurmCtl.resume(ctx, node)
 	}
 	if err != nil {
-		log.Warn("scontrol could not "+string(d.Action)+" the node", "node", node, "err", err)
+		log.Warn("scontrol could not "+string(d.Action)+" the node; the next run retries while the check still fails", "node", node, "err", err, "why", d.Why)
 		return false
 	}
 	log.Info("node "+string(d.Action)+"ed", "node", node, "why", d.Why)
@@ -308,8 +337,13 @@ func nodeName(flag string, getenv func(string) string) string {
 
 func logHealth(log *slog.Logger, run *healthRun) {
 	attrs := []any{"node", run.Node, "summary", run.Health.Summary(), "action", string(run.Decision.Action), "why", run.Decision.Why, "idle", run.Idle}
+	standing := false
 	for _, r := range run.Health.Fatal() {
 		log.Error("health check failed", "check", r.Check, "scope", r.Scope, "reason", r.Reason)
+		standing = standing || r.Check == "xid"
+	}
+	if standing {
+		log.Warn("a fatal Xid or recovery action stands against the GPU until it is cleared: a reboot, the driver's recovery action back to none after a reset, or gpuprep-health --clear GPU --reason TEXT once the GPU is fit again")
 	}
 	for _, r := range run.Health.Warnings() {
 		log.Warn("health check warning", "check", r.Check, "scope", r.Scope, "reason", r.Reason)

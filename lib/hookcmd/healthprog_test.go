@@ -50,11 +50,12 @@ func (h *healthRunner) health(extra ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// TestHealthProgramXIDOnce: an Xid 79 fails gpuprep-health (exit 1, fatal)
-// and, because it took the shared watermark, not the next prolog; the GPU
-// not reset, gpuprep-health keeps failing with --no-drain (for NHC) while
-// the prolog runs; the driver's reset line clears it. The Xid is counted
-// once, in gpuprep-health.prom, by GPU.
+// TestHealthProgramXIDOnce: an Xid 79 fails gpuprep-health (exit 1,
+// fatal), new to that run only: the next prolog does not read it again,
+// but fails on it standing (no gres.conf here: the job's GPUs are unknown,
+// so every GPU counts), and gpuprep-health keeps failing with --no-drain
+// (for NHC), whatever reset line the log shows, until an admin clears it.
+// The Xid is counted once, in gpuprep-health.prom, by GPU.
 func TestHealthProgramXIDOnce(t *testing.T) {
 	h := newHealthRunner(t)
 	h.kmsg("4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, GPU has fallen off the bus.")
@@ -63,16 +64,20 @@ func TestHealthProgramXIDOnce(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s\n%s", code, out, stderr)
 	}
 	env := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "carol", "SLURM_JOB_GPUS": "0"}
-	if code, _, stderr := mainRun("prolog", env, "--root", h.root, "--gpu-backend", "mock:dgxh100", "--config", h.cfg, "--state-dir", h.spool); code != 0 {
-		t.Fatalf("the prolog acted on the Xid gpuprep-health had read: %d %s", code, stderr)
-	}
-	code, out, _ = h.health()
-	if code != cli.ExitMismatch || !strings.Contains(out, "no new XIDs") || !strings.Contains(out, "fails while Xid 79 on 0000:18:00.0 not cleared") {
-		t.Fatalf("standing Xid: exit %d\n%s", code, out)
+	code, _, stderr = mainRun("prolog", env, "--root", h.root, "--gpu-backend", "mock:dgxh100", "--config", h.cfg, "--state-dir", h.spool)
+	if code != 1 || !strings.Contains(stderr, "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 not cleared (1 time; ") {
+		t.Fatalf("the prolog while Xid 79 stands: %d %s", code, stderr)
 	}
 	h.kmsg("4,2,9000000,-;NVRM: GPU 0000:18:00.0: GPU recovered after reset")
+	code, out, _ = h.health()
+	if code != cli.ExitMismatch || !strings.Contains(out, "Xid 79 not cleared") {
+		t.Fatalf("standing Xid: exit %d\n%s", code, out)
+	}
+	if code, out, stderr := h.health("--clear", "0000:18:00.0", "--reason", "GPU reset by hand"); code != 0 || !strings.Contains(out, "cleared GPU 0 (0000:18:00.0): Xid 79 (by ") {
+		t.Fatalf("--clear: exit %d\n%s%s", code, out, stderr)
+	}
 	if code, out, _ = h.health(); code != cli.ExitOK {
-		t.Fatalf("after the reset line: exit %d\n%s", code, out)
+		t.Fatalf("after --clear: exit %d\n%s", code, out)
 	}
 	prom, err := os.ReadFile(filepath.Join(h.metrics, "gpuprep-health.prom"))
 	if err != nil {

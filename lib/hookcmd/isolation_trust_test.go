@@ -16,11 +16,11 @@ import (
 // the user) switches host-service isolation off, or passes for Slurm's
 // cgroups.
 
-// hkDGXH100 is housekeeping_cpus = {cores_per_numa = 1} on dgxh100.
-const hkDGXH100 = "0,56,112,168"
+// trustHK is housekeeping_cpus = {cores_per_numa = 1} on dgxh100.
+const trustHK = "0,56,112,168"
 
-// userDelegated is the cgroup systemd delegates to uid 1000.
-const userDelegated = "user.slice/user-1000.slice/user@1000.service"
+// trustUserSubtree is the cgroup systemd delegates to uid 1000.
+const trustUserSubtree = "user.slice/user-1000.slice/user@1000.service"
 
 // trustNode is a DGX H100 fixture root with a cgroup v2 tree systemd and
 // Slurm's cgroup/v2 plugin would make (slurmd in system.slice/slurmd.service,
@@ -118,7 +118,7 @@ func (n *trustNode) prolog(job, gpu int) trustRun {
 func (r trustRun) confined() (ok bool, why string) {
 	for _, c := range r.Changes {
 		if c.ID.Knob == "housekeeping_cpus" {
-			return c.To == hkDGXH100, "changed to " + c.To
+			return c.To == trustHK, "changed to " + c.To
 		}
 	}
 	for _, s := range r.Skipped {
@@ -139,23 +139,23 @@ func (r trustRun) released(job int) bool {
 	return false
 }
 
-// slurmNode is the cgroups of a node whose Slurm uses cgroup/v2, with job
+// trustSlurmCgroups is the cgroups of a node whose Slurm uses cgroup/v2, with job
 // 1 running, and a user's delegated subtree.
-var slurmNode = []string{"system.slice/cron.service", "system.slice/slurmd.service", "system.slice/slurmstepd.scope/job_1",
-	userDelegated + "/app.slice", "user.slice/user-1000.slice/session-3.scope", "init.scope"}
+var trustSlurmCgroups = []string{"system.slice/cron.service", "system.slice/slurmd.service", "system.slice/slurmstepd.scope/job_1",
+	trustUserSubtree + "/app.slice", "user.slice/user-1000.slice/session-3.scope", "init.scope"}
 
 // A process of the user named slurmd whose /proc/<pid>/exe cannot be read
 // (a path longer than PATH_MAX gives ENAMETOOLONG; here exe is no link,
 // EINVAL, as a kernel thread's or any unreadable one) is the user's, not
 // Slurm's: the prolog still confines the host services.
 func TestUserSlurmdWithUnreadableExeKeepsIsolation(t *testing.T) {
-	n := newTrustNode(t, slurmNode...)
-	n.delegate(userDelegated, 1000)
+	n := newTrustNode(t, trustSlurmCgroups...)
+	n.delegate(trustUserSubtree, 1000)
 	proc := filepath.Join(n.root, "proc/7000")
 	for f, c := range map[string]string{
 		"exe": "", "comm": "slurmd\n", "cmdline": "slurmd\x00",
 		"status": "Name:\tslurmd\nUid:\t1000\t1000\t1000\t1000\n",
-		"cgroup": "0::/" + userDelegated + "/app.slice\n",
+		"cgroup": "0::/" + trustUserSubtree + "/app.slice\n",
 	} {
 		if err := os.MkdirAll(proc, 0o755); err != nil {
 			t.Fatal(err)
@@ -168,7 +168,7 @@ func TestUserSlurmdWithUnreadableExeKeepsIsolation(t *testing.T) {
 	if ok, why := r.confined(); !ok {
 		t.Fatalf("a user's process named slurmd switched isolation off: housekeeping_cpus %s", why)
 	}
-	for cg, want := range map[string]string{"system.slice/cron.service": hkDGXH100, "user.slice": hkDGXH100, "init.scope": hkDGXH100,
+	for cg, want := range map[string]string{"system.slice/cron.service": trustHK, "user.slice": trustHK, "init.scope": trustHK,
 		"system.slice/slurmd.service": "", "system.slice/slurmstepd.scope/job_1": ""} {
 		if got := n.cpus(cg); got != want {
 			t.Errorf("%s = %q, want %q", cg, got, want)
@@ -182,26 +182,26 @@ func TestUserSlurmdWithUnreadableExeKeepsIsolation(t *testing.T) {
 func TestUserCgroupTreeKeepsIsolation(t *testing.T) {
 	for name, mk := range map[string]func(n *trustNode){
 		"30 levels": func(n *trustNode) {
-			n.cgroups(userDelegated + "/app.slice" + strings.Repeat("/d", 30))
+			n.cgroups(trustUserSubtree + "/app.slice" + strings.Repeat("/d", 30))
 		},
 		"25000 cgroups": func(n *trustNode) {
 			for i := range 25000 {
-				if err := os.Mkdir(filepath.Join(n.root, "sys/fs/cgroup", userDelegated, "app.slice", fmt.Sprintf("c%d", i)), 0o755); err != nil {
+				if err := os.Mkdir(filepath.Join(n.root, "sys/fs/cgroup", trustUserSubtree, "app.slice", fmt.Sprintf("c%d", i)), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			n := newTrustNode(t, slurmNode...)
+			n := newTrustNode(t, trustSlurmCgroups...)
 			mk(n)
-			n.delegate(userDelegated, 1000)
+			n.delegate(trustUserSubtree, 1000)
 			r := n.prolog(101, 0)
 			if ok, why := r.confined(); !ok {
 				t.Fatalf("the user's cgroup tree switched isolation off: housekeeping_cpus %s", why)
 			}
-			if got := n.cpus("user.slice"); got != hkDGXH100 {
-				t.Errorf("user.slice = %q, want %q", got, hkDGXH100)
+			if got := n.cpus("user.slice"); got != trustHK {
+				t.Errorf("user.slice = %q, want %q", got, trustHK)
 			}
 		})
 	}
@@ -212,19 +212,19 @@ func TestUserCgroupTreeKeepsIsolation(t *testing.T) {
 // confined as a whole, as on any node, and nothing inside the user's
 // subtree is written or kept off the housekeeping CPUs.
 func TestUserNamedSlurmCgroupsConfined(t *testing.T) {
-	n := newTrustNode(t, slurmNode...)
-	fake := []string{userDelegated + "/app.slice/job_5", userDelegated + "/x-slurmstepd.scope/job_6",
-		userDelegated + "/x-slurmstepd.scope/s6KSM8TX3WZG00", userDelegated + "/app.slice/slurmstepd.scope/job_7"}
+	n := newTrustNode(t, trustSlurmCgroups...)
+	fake := []string{trustUserSubtree + "/app.slice/job_5", trustUserSubtree + "/x-slurmstepd.scope/job_6",
+		trustUserSubtree + "/x-slurmstepd.scope/s6KSM8TX3WZG00", trustUserSubtree + "/app.slice/slurmstepd.scope/job_7"}
 	n.cgroups(fake...)
-	n.delegate(userDelegated, 1000)
+	n.delegate(trustUserSubtree, 1000)
 	r := n.prolog(101, 0)
 	if ok, why := r.confined(); !ok {
 		t.Fatalf("housekeeping_cpus %s", why)
 	}
-	if got := n.cpus("user.slice"); got != hkDGXH100 {
-		t.Errorf("user.slice = %q, want %q: the user's job_5 kept it out", got, hkDGXH100)
+	if got := n.cpus("user.slice"); got != trustHK {
+		t.Errorf("user.slice = %q, want %q: the user's job_5 kept it out", got, trustHK)
 	}
-	for _, cg := range append([]string{"user.slice/user-1000.slice", userDelegated, userDelegated + "/app.slice"}, fake...) {
+	for _, cg := range append([]string{"user.slice/user-1000.slice", trustUserSubtree, trustUserSubtree + "/app.slice"}, fake...) {
 		if got := n.cpus(cg); got != "" {
 			t.Errorf("%s written (%q): gpuprep never writes into a user's subtree", cg, got)
 		}
@@ -237,12 +237,12 @@ func TestUserNamedSlurmCgroupsConfined(t *testing.T) {
 // own subtree does not make Slurm's tree look present. Where Slurm's scope
 // is there, the same job is released (the check can tell).
 func TestUserNamedSlurmCgroupsReleaseNoJob(t *testing.T) {
-	base := []string{"system.slice/cron.service", "system.slice/slurmd.service", userDelegated + "/app.slice", "init.scope"}
+	base := []string{"system.slice/cron.service", "system.slice/slurmd.service", trustUserSubtree + "/app.slice", "init.scope"}
 	t.Run("user-named cgroups", func(t *testing.T) {
 		n := newTrustNode(t, base...)
 		n.prolog(101, 0)
-		n.cgroups(userDelegated+"/app.slice/job_5", userDelegated+"/x-slurmstepd.scope/job_6")
-		n.delegate(userDelegated, 1000)
+		n.cgroups(trustUserSubtree+"/app.slice/job_5", trustUserSubtree+"/x-slurmstepd.scope/job_6")
+		n.delegate(trustUserSubtree, 1000)
 		if r := n.prolog(102, 1); r.released(101) {
 			t.Errorf("live job 101 released because of the user's cgroups: %+v", r.Released)
 		}

@@ -48,12 +48,28 @@ func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, 
 
 // recordHealthMetrics is recordMetrics for gpuprep-health:
 // gpuprep-health.prom, with gpuprep_node_drained (drained 1, 0, or -1
-// unknown).
-func recordHealthMetrics(r host.Root, cfg *config.Config, sp *state.Spool, rep *health.Report, drained int, d time.Duration, log *slog.Logger) {
+// unknown) and gpuprep_health_state_saved (saved: the run saved its state).
+func recordHealthMetrics(r host.Root, cfg *config.Config, sp *state.Spool, rep *health.Report, drained int, saved bool, d time.Duration, log *slog.Logger) {
 	writeMetrics(r, cfg, sp, drift.HookHealth, log, func(m *drift.Metrics, _ bool) {
 		addHealth(m, rep, time.Now())
 		m.Drained = &drained
-		m.SetRun(drift.HookHealth, time.Now(), d, len(rep.Fatal()) == 0)
+		ok := 0
+		if saved {
+			ok = 1
+		}
+		m.StateSaved = &ok
+		m.SetRun(drift.HookHealth, time.Now(), d, len(rep.Fatal()) == 0 && saved)
+	})
+}
+
+// recordClearMetrics counts an admin's clears (gpuprep-health --clear) in
+// gpuprep-health.prom, labelling each GPU from inv where it is listed.
+func recordClearMetrics(r host.Root, cfg *config.Config, sp *state.Spool, cleared []health.Clear, inv []health.GPURef, log *slog.Logger) {
+	writeMetrics(r, cfg, sp, drift.HookHealth, log, func(m *drift.Metrics, _ bool) {
+		labels := gpuLabeller(inv)
+		for _, c := range cleared {
+			m.AddXIDClear(drift.ClearByAdmin, labels(c.BusID))
+		}
 	})
 }
 
@@ -88,19 +104,10 @@ func writeMetrics(r host.Root, cfg *config.Config, sp *state.Spool, hook string,
 // the node), and each new Xid, labelled with the GPU as dcgm-exporter
 // labels it.
 func addHealth(m *drift.Metrics, rep *health.Report, now time.Time) {
-	byBus := map[string]health.GPURef{}
-	for _, g := range rep.Inventory {
-		byBus[g.BusID] = g
-	}
-	labels := func(bus string) drift.GPULabels {
-		if bus == "" {
-			return drift.GPULabels{}
-		}
-		l := drift.GPULabels{BusID: NVMLBusID(bus)}
-		if g, ok := byBus[bus]; ok {
-			l.GPU, l.UUID = strconv.Itoa(g.Index), g.UUID
-		}
-		return l
+	labels := gpuLabeller(rep.Inventory)
+	m.KmsgLost += rep.KmsgLost
+	for _, c := range rep.Cleared {
+		m.AddXIDClear(drift.ClearByDriver, labels(c.BusID))
 	}
 	seen := map[string]bool{}
 	for _, r := range rep.Results {
@@ -127,6 +134,25 @@ func addHealth(m *drift.Metrics, rep *health.Report, now time.Time) {
 	}
 	for _, x := range rep.XIDs {
 		m.AddXID(x.Code, x.Severity, labels(x.BusID))
+	}
+}
+
+// gpuLabeller labels a GPU by bus id as dcgm-exporter does, its index and
+// UUID from inv where inv lists it.
+func gpuLabeller(inv []health.GPURef) func(bus string) drift.GPULabels {
+	byBus := map[string]health.GPURef{}
+	for _, g := range inv {
+		byBus[g.BusID] = g
+	}
+	return func(bus string) drift.GPULabels {
+		if bus == "" {
+			return drift.GPULabels{}
+		}
+		l := drift.GPULabels{BusID: NVMLBusID(bus)}
+		if g, ok := byBus[bus]; ok {
+			l.GPU, l.UUID = strconv.Itoa(g.Index), g.UUID
+		}
+		return l
 	}
 }
 

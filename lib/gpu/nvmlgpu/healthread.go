@@ -1,6 +1,7 @@
 package nvmlgpu
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -9,9 +10,10 @@ import (
 )
 
 var (
-	_ gpu.DriverReader  = (*NVML)(nil)
-	_ gpu.FactsReader   = (*NVML)(nil)
-	_ gpu.ProcessLister = (*NVML)(nil)
+	_ gpu.DriverReader   = (*NVML)(nil)
+	_ gpu.FactsReader    = (*NVML)(nil)
+	_ gpu.ProcessLister  = (*NVML)(nil)
+	_ gpu.RecoveryReader = (*NVML)(nil)
 )
 
 // DriverVersion is nvmlSystemGetDriverVersion ("550.54.15").
@@ -98,4 +100,47 @@ func (b *NVML) Processes(index int) ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// RecoveryAction reads the field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION with
+// nvmlDeviceGetFieldValues: an nvmlDeviceGpuRecoveryAction_t. A driver
+// that does not know the field answers NOT_SUPPORTED (older ones
+// INVALID_ARGUMENT) in the value's own return code, or for the call:
+// gpu.ErrUnsupported.
+func (b *NVML) RecoveryAction(index int) (gpu.RecoveryAction, error) {
+	h, err := b.handle(index)
+	if err != nil {
+		return 0, err
+	}
+	vs := []nvml.FieldValue{{FieldId: nvml.FI_DEV_GET_GPU_RECOVERY_ACTION}}
+	ret := h.GetFieldValues(vs)
+	if ret == nvml.SUCCESS {
+		ret = nvml.Return(vs[0].NvmlReturn)
+	}
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT, nvml.ERROR_FUNCTION_NOT_FOUND:
+		return 0, fmt.Errorf("nvml: GPU %d: recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): %w", index, gpu.ErrUnsupported)
+	default:
+		return 0, gpuError(h, index, "recovery action", ret)
+	}
+	v, err := fieldUint(vs[0])
+	if err != nil {
+		return 0, fmt.Errorf("nvml: GPU %d: recovery action: %w", index, err)
+	}
+	return gpu.RecoveryAction(v), nil
+}
+
+// fieldUint is a field value's unsigned integer, by its value type (NVML
+// writes the union in the machine's byte order).
+func fieldUint(v nvml.FieldValue) (uint64, error) {
+	switch nvml.ValueType(v.ValueType) {
+	case nvml.VALUE_TYPE_UNSIGNED_INT, nvml.VALUE_TYPE_SIGNED_INT:
+		return uint64(binary.NativeEndian.Uint32(v.Value[:4])), nil
+	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, nvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return binary.NativeEndian.Uint64(v.Value[:8]), nil
+	case nvml.VALUE_TYPE_UNSIGNED_SHORT:
+		return uint64(binary.NativeEndian.Uint16(v.Value[:2])), nil
+	}
+	return 0, fmt.Errorf("value type %d is not an integer", v.ValueType)
 }

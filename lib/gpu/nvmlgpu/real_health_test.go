@@ -1,6 +1,7 @@
 package nvmlgpu
 
 import (
+	"errors"
 	"os"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 
 // TestRealNVMLHealthFacts runs only where GPUPREP_REAL_NVML=1 (a GPU node):
 // read-only, it reads the health facts (driver version, agreeing with
-// procfs; throttle reasons; NVLink counts; processes) of every GPU.
+// procfs; throttle reasons; NVLink counts; processes; the recovery action,
+// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) of every GPU.
 func TestRealNVMLHealthFacts(t *testing.T) {
 	if os.Getenv("GPUPREP_REAL_NVML") != "1" {
 		t.Skip("set GPUPREP_REAL_NVML=1 on a GPU node")
@@ -46,6 +48,10 @@ func TestRealNVMLHealthFacts(t *testing.T) {
 		if err != nil {
 			t.Errorf("GPU %d processes: %v", d.Index, err)
 		}
-		t.Logf("GPU %d (%s): driver %s, throttle %#x %v, NVLinks %d of %d active, processes %v", d.Index, d.BusID, v, tr, gpu.ThrottleNames(tr), active, total, pids)
+		ra, err := b.RecoveryAction(d.Index)
+		if err != nil && !errors.Is(err, gpu.ErrUnsupported) {
+			t.Errorf("GPU %d recovery action: %v", d.Index, err)
+		}
+		t.Logf("GPU %d (%s): driver %s, throttle %#x %v, NVLinks %d of %d active, processes %v, recovery action %v (%v)", d.Index, d.BusID, v, tr, gpu.ThrottleNames(tr), active, total, pids, ra, err)
 	}
 }
