@@ -186,12 +186,12 @@ func (s *cgroupSearch) unified() error {
 	if err != nil {
 		return err
 	}
-	init, err := s.initSlice()
+	slice, err := s.initSlice()
 	if err != nil {
 		return err
 	}
-	if init != "" {
-		more, err := s.children(h, init, h.isRoot)
+	if slice != "" {
+		more, err := s.children(h, slice, h.isRoot)
 		if err != nil {
 			return err
 		}
