@@ -239,29 +239,31 @@ func (s *cgroupSearch) legacyHierarchy(dir string) error {
 	return s.judge(h, append(cands, top...))
 }
 
-// open reads a hierarchy's root folder's owner (nil when it went).
+// open reads a hierarchy's root folder's owner (nil when it went, or is
+// no folder).
 func (s *cgroupSearch) open(mount string) (*hierarchy, error) {
-	owner, err := s.owner(mount)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	owner, dir, err := s.owner(mount)
+	if err != nil || !dir {
 		return nil, err
 	}
 	return &hierarchy{mount: mount, owner: owner}, nil
 }
 
-// owner is the owner of a folder (a node path), never following a symlink.
-func (s *cgroupSearch) owner(p string) (uint32, error) {
+// owner is the owner of a folder (a node path), never following a symlink;
+// dir is false when p does not exist or is no folder.
+func (s *cgroupSearch) owner(p string) (owner uint32, dir bool, err error) {
 	fi, err := os.Lstat(s.root.Path(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || !fi.IsDir() {
-		return 0, fmt.Errorf("%s: not a folder", p)
+		return 0, false, nil
 	}
-	return st.Uid, nil
+	return st.Uid, true, nil
 }
 
 // anchored lists the candidates Slurm's daemons place in h (cgroup paths,
@@ -367,15 +369,12 @@ func (s *cgroupSearch) judge(h *hierarchy, cands []string) error {
 		if slices.Contains(strings.Split(cg, "/"), userSlice) {
 			continue
 		}
-		owner, err := s.owner(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		owner, dir, err := s.owner(p)
 		if err != nil {
 			return err
 		}
-		if owner != h.owner {
-			continue // a delegated subtree's: its user made it
+		if !dir || owner != h.owner {
+			continue // gone, a symlink, or a delegated subtree's: its user made it
 		}
 		if err := h.addJobs(s, p); err != nil {
 			return err
