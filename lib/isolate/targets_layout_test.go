@@ -176,3 +176,17 @@ func TestTargetsV1KeepsSlurmdsCgroup(t *testing.T) {
 		t.Errorf("Targets = %q, %v; want %q", got, err, want)
 	}
 }
+
+// Cgroups a user names like Slurm's in the subtree systemd delegates to
+// them (job_5, x-slurmstepd.scope, even slurmstepd.scope and a SLUID) are
+// the user's: user.slice is confined as a whole like on any node, and
+// nothing inside it is a target of its own.
+func TestTargetsUserNamedSlurmCgroups(t *testing.T) {
+	user := "user.slice/user-1000.slice/user@1000.service"
+	dir := layoutTree(t, "system.slice/slurmd.service", "system.slice/slurmstepd.scope/job_1", "system.slice/cron.service",
+		user+"/app.slice/job_5", user+"/x-slurmstepd.scope/job_6", user+"/app.slice/slurmstepd.scope/s6KSM8TX3WZG00",
+		"user.slice/user-1000.slice/session-3.scope", "init.scope")
+	addSlurmd(t, dir, "0::/system.slice/slurmd.service\n")
+	applyAndCheck(t, host.NewRoot(dir), []string{"init.scope", "system.slice/cron.service", "user.slice"},
+		[]string{"system.slice", "system.slice/slurmstepd.scope", "system.slice/slurmstepd.scope/job_1", user, user + "/app.slice/job_5"})
+}
