@@ -12,6 +12,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/health"
+	"gpuprep/lib/plural"
 	"gpuprep/lib/state"
 )
 
@@ -78,7 +79,7 @@ func writeHealthTable(w io.Writer, rep *health.Report) {
 	tw.Flush()
 	for _, bus := range slices.Sorted(maps.Keys(rep.History)) {
 		for _, x := range rep.History[bus] {
-			fmt.Fprintf(w, "XID history %s: Xid %d (%s), %d times, seq %d to %d, last: %s\n", bus, x.Code, x.Severity, x.Count, x.FirstSeq, x.LastSeq, x.Text)
+			fmt.Fprintf(w, "XID history %s: Xid %d (%s), %s, seq %d to %d, last: %s\n", bus, x.Code, x.Severity, plural.Count(int(x.Count), "time", "times"), x.FirstSeq, x.LastSeq, x.Text)
 		}
 	}
 }
