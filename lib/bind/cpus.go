@@ -105,7 +105,7 @@ func (l *layout) groupCPUs() {
 		cl.cpuGroup = -1
 		if l.keep {
 			if t := rankTarget(n, cl.r); !t.cpus.IsEmpty() && t.cpus.Intersection(in.Allowed).IsEmpty() {
-				cl.cpuWarn = &Warning{"placement", fmt.Sprintf("the task's CPU binding %s has no CPU in %s (%s): host memory and launches cross NUMA nodes; use --cpu-bind=none or srunwrap.cpu_binding = \"replace\"", in.Allowed, t.from, t.cpus)}
+				cl.cpuWarn = &Warning{"placement", fmt.Sprintf("the task's CPU binding %s has no CPU in %s (%s): host memory and launches cross NUMA nodes; use --cpu-bind=none or srunwrap.cpu_binding = \"replace\"", srunconf.ShowN(in.Allowed.String(), pairMax), t.from, t.cpus)}
 			}
 			continue
 		}
@@ -207,7 +207,7 @@ func (l *layout) planCPUs(i, c int, p *Plan) cpuset.Set {
 	}
 	if l.keep {
 		if !in.Brief {
-			p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", in.Allowed, in.JobCPUs)
+			p.CPUsFrom = fmt.Sprintf("kept: the task is already bound to CPUs %s, narrower than the job's %s (srunwrap.cpu_binding = keep)", srunconf.ShowN(in.Allowed.String(), pairMax), srunconf.ShowN(in.JobCPUs.String(), pairMax))
 		}
 		return in.Allowed
 	}
@@ -297,7 +297,7 @@ func rankWant(n *topo.Node, r rank, pool cpuset.Set) (*want, *Warning) {
 		w.cpus = pool
 		w.from = "the job's CPUs (none near " + t.from + ")"
 	}
-	return w, &Warning{"placement", fmt.Sprintf("the job's CPUs on this node (%s) include none of %s (%s): using %s; ask Slurm for CPUs near the GPU (--gpus-per-task with --gpu-bind=closest, or fewer CPUs per task)", pool, t.from, t.cpus, w.cpus)}
+	return w, &Warning{"placement", fmt.Sprintf("the job's CPUs on this node (%s) include none of %s (%s): using %s; ask Slurm for CPUs near the GPU (--gpus-per-task with --gpu-bind=closest, or fewer CPUs per task)", srunconf.ShowN(pool.String(), entryMax), t.from, t.cpus, srunconf.ShowN(w.cpus.String(), entryMax))}
 }
 
 func plural(n int, one, many string) string {

@@ -12,6 +12,15 @@ import (
 	"gpuprep/lib/topo"
 )
 
+// A message that shows a list and one entry of it (CUDA_VISIBLE_DEVICES
+// and one GPU in it) shows at most pairMax bytes of the list and entryMax
+// of the entry, so that the line stays under 400 bytes however long they
+// are (srunconf.ShowN).
+const (
+	pairMax  = 120
+	entryMax = 60
+)
+
 // visible is one GPU the task sees.
 type visible struct {
 	g     *topo.GPU
@@ -51,7 +60,7 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 		for _, i := range t.StepGPUs {
 			g := in.slurmGPU(i)
 			if g == nil {
-				return bad("SLURM_STEP_GPUS=%s: GPU %d is not among this node's GPUs (%s)", joinInts(t.StepGPUs), i, gpuIndexes(n))
+				return bad("SLURM_STEP_GPUS=%s: GPU %d is not among this node's GPUs (%s)", srunconf.Show(joinInts(t.StepGPUs)), i, gpuIndexes(n))
 			}
 			e := g.UUID
 			if e == "" {
@@ -61,7 +70,7 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 		}
 		return out, nil
 	}
-	cvd := deviceList(t.VisibleDevices)
+	cvd := srunconf.ShowN(deviceList(t.VisibleDevices), pairMax)
 	positional := len(t.StepGPUs) > 0 && !sameIndexes(t.VisibleDevices, t.StepGPUs)
 	var stepGPUs []*topo.GPU // the step's GPUs, for how CUDA numbers them
 	for _, s := range t.StepGPUs {
@@ -74,17 +83,17 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 		case d.IsMIG():
 			v.mig = d.UUID
 			if v.g = gpuOfMIG(n, d.UUID); v.g == nil {
-				return bad("CUDA_VISIBLE_DEVICES=%s: MIG device %s is on none of this node's GPUs", cvd, d.UUID)
+				return bad("CUDA_VISIBLE_DEVICES=%s: MIG device %s is on none of this node's GPUs", cvd, srunconf.ShowN(d.UUID, entryMax))
 			}
 		case d.UUID != "":
 			if v.g = gpuByUUID(n, d.UUID); v.g == nil {
-				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %s is not on this node", cvd, d.UUID)
+				return bad("CUDA_VISIBLE_DEVICES=%s: GPU %s is not on this node", cvd, srunconf.ShowN(d.UUID, entryMax))
 			}
 		default:
 			i := d.Index
 			if positional {
 				if i >= len(t.StepGPUs) {
-					return bad("CUDA_VISIBLE_DEVICES=%s: index %d is beyond SLURM_STEP_GPUS=%s", cvd, i, joinInts(t.StepGPUs))
+					return bad("CUDA_VISIBLE_DEVICES=%s: index %d is beyond SLURM_STEP_GPUS=%s", cvd, i, srunconf.ShowN(joinInts(t.StepGPUs), entryMax))
 				}
 				i = t.StepGPUs[i]
 			}
@@ -156,7 +165,7 @@ func (l *layout) chooseGPUs() {
 			cl.gpuWarn = &Warning{CheckInput, fmt.Sprintf(
 				"CUDA_VISIBLE_DEVICES=%s: CUDA may read index %s as another GPU than Slurm's (%s, /dev/nvidia%d): "+
 					"gres.conf lists GPUs out of PCI bus order; srunwrap.gpu = %q leaves it",
-				deviceList(in.Task.VisibleDevices), v.entry, v.g.BusID, v.g.Minor, in.Config.GPU)}
+				srunconf.ShowN(deviceList(in.Task.VisibleDevices), pairMax), srunconf.ShowN(v.entry, entryMax), v.g.BusID, v.g.Minor, in.Config.GPU)}
 		}
 	}
 }
@@ -309,7 +318,7 @@ func joinInts(l []int) string {
 // gpuFrom says where local rank i of nr got the GPU v, one of n visible.
 func gpuFrom(v visible, i, nr, n int) string {
 	if n == 1 {
-		return fmt.Sprintf("%s=%s (the one visible GPU)", v.src, v.entry)
+		return fmt.Sprintf("%s=%s (the one visible GPU)", v.src, srunconf.Show(v.entry))
 	}
-	return fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, v.entry, i, nr, i, n)
+	return fmt.Sprintf("%s=%s (local rank %d of %d, GPU %d mod %d)", v.src, srunconf.Show(v.entry), i, nr, i, n)
 }

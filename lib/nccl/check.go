@@ -11,12 +11,18 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/srunconf"
 )
 
 // Finding is one problem a runtime check found. Check is one of
 // srunconf.SrunwrapChecks ("nccl_topo_file", "nccl_hca", "memlock",
-// "nccl_env").
-type Finding struct{ Check, Msg string }
+// "nccl_env"). A Note is something the user should know that is no
+// problem found (a file too large to check whole): it is printed unless
+// the check is off, and never refuses the command.
+type Finding struct {
+	Check, Msg string
+	Note       bool
+}
 
 // Check runs srunwrap's runtime checks in the task's own mount namespace:
 // r is normally host.NewRoot("/"), which inside a container is the
@@ -35,43 +41,69 @@ func Check(r host.Root, env func(string) string, memlock uint64) []Finding {
 }
 
 // checkTopoFile is nccl_topo_file: NCCL_TOPO_FILE exists, is a regular
-// file and parses (CheckTopoFile: never blocked by a FIFO, at most 16 MiB
-// read). NCCL opens a relative name from the rank's working directory,
-// which is srunwrap's.
+// file and its start parses as a topology (ProbeTopoFile: never blocked
+// by a FIFO, at most TopoProbeMax bytes read, whatever the file's size).
+// A file larger than that is a note, never a refusal: srunwrap cannot
+// tell more of it without reading it. NCCL opens a relative name from the
+// rank's working directory, which is srunwrap's.
 func checkTopoFile(r host.Root, env func(string) string) []Finding {
 	p := env("NCCL_TOPO_FILE")
 	if p == "" {
 		return nil
 	}
-	full := p
-	if !path.IsAbs(p) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s is relative and the working directory is unknown (%v); if NCCL cannot open it, it falls back to detecting the topology (%s)", show(p), err, detectCost)}}
-		}
-		full = filepath.ToSlash(filepath.Join(wd, p))
+	full, err := topoPath(p)
+	if err != nil {
+		return []Finding{{Check: "nccl_topo_file", Msg: fmt.Sprintf("NCCL_TOPO_FILE=%s is relative and the working directory is unknown (%v); if NCCL cannot open it, it falls back to detecting the topology (%s)", srunconf.Show(p), err, detectCost)}}
 	}
-	_, err := CheckTopoFile(r, full)
+	h, err := ProbeTopoFile(r, full, TopoProbeMax)
+	if err != nil {
+		return []Finding{{Check: "nccl_topo_file", Msg: topoProblem(p, full, err)}}
+	}
+	if h.Partial() {
+		return []Finding{{Check: "nccl_topo_file", Note: true, Msg: fmt.Sprintf("NCCL_TOPO_FILE=%s is %s, more than the tens of KiB of a node's topology: srunwrap checked only its first %s (they start an NCCL topology); NCCL reads all of it at init, in every rank", srunconf.Show(p), size(h.Size), size(int64(h.Checked)))}}
+	}
+	return nil
+}
+
+// topoPath is NCCL_TOPO_FILE's value p as an absolute path: relative to
+// the working directory, as NCCL opens it.
+func topoPath(p string) (string, error) {
+	if path.IsAbs(p) {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(filepath.Join(wd, p)), nil
+}
+
+// topoProblem says what ProbeTopoFile's err means for NCCL_TOPO_FILE=p
+// (full when relative).
+func topoProblem(p, full string, err error) string {
 	var nr *NotRegularError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &nr):
 		where := ""
 		if full != p {
-			where = " (" + full + ")"
+			where = " (" + srunconf.ShowN(full, 80) + ")"
 		}
-		return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s%s is %s, not a regular file: NCCL may block or fail at init reading it, or go without it, detecting the topology itself (%s)", show(p), where, nr.Kind, detectCost)}}
+		return fmt.Sprintf("NCCL_TOPO_FILE=%s%s is %s, not a regular file: NCCL may block or fail at init reading it, or go without it, detecting the topology itself (%s)", srunconf.Show(p), where, nr.Kind, detectCost)
 	case errors.Is(err, ErrNotTopology):
-		return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s does not parse as an NCCL topology (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", show(p), err, detectCost)}}
+		return fmt.Sprintf("NCCL_TOPO_FILE=%s does not parse as an NCCL topology (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", srunconf.Show(p), err, detectCost)
 	case errors.Is(err, fs.ErrNotExist):
-		return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s cannot be read here (%v); is it mounted into the container? NCCL then falls back to detecting the topology (%s)", show(p), err, detectCost)}}
+		return fmt.Sprintf("NCCL_TOPO_FILE=%s cannot be read here (%v); is it mounted into the container? NCCL then falls back to detecting the topology (%s)", srunconf.Show(p), err, detectCost)
 	}
-	return []Finding{{"nccl_topo_file", fmt.Sprintf("NCCL_TOPO_FILE=%s cannot be read (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", show(p), err, detectCost)}}
+	return fmt.Sprintf("NCCL_TOPO_FILE=%s cannot be read (%v): NCCL fails at init or goes without it, detecting the topology itself (%s)", srunconf.Show(p), err, detectCost)
 }
 
 // detectCost is what losing the topology file costs.
 const detectCost = "2-4x slower collectives in published reports, on VMs whose detected topology is wrong"
+
+// maxIBDevs is how many NCCL_IB_HCA entries NCCL reads (MAX_IB_DEVS in
+// net_ib: 32 in current releases, 16 in old ones); the rest are ignored, and
+// not checked.
+const maxIBDevs = 32
 
 // ibClass is where the kernel lists RDMA devices; NCCL opens them through
 // rdma-core, which reads the same directory and /dev/infiniband/uverbsN.
@@ -90,10 +122,21 @@ func checkHCA(r host.Root, env func(string) string) []Finding {
 	if spec.Exclude {
 		return nil
 	}
+	n := len(spec.HCAs)
+	if n <= maxIBDevs {
+		return checkHCAs(r, val, spec)
+	}
+	spec.HCAs = spec.HCAs[:maxIBDevs]
+	return append(checkHCAs(r, val, spec), Finding{Check: "nccl_hca", Msg: fmt.Sprintf(
+		"%s=%s: names %d devices; NCCL reads only the first %d (MAX_IB_DEVS), the ones srunwrap checked", IBHCAName, srunconf.Show(val), n, maxIBDevs)})
+}
+
+// checkHCAs checks the devices spec (of NCCL_IB_HCA=val) names.
+func checkHCAs(r host.Root, val string, spec HCASpec) []Finding {
 	devs, _ := r.ReadDir(ibClass)
 	var out []Finding
 	add := func(format string, a ...any) {
-		out = append(out, Finding{"nccl_hca", fmt.Sprintf("%s=%s: ", IBHCAName, show(val)) + fmt.Sprintf(format, a...)})
+		out = append(out, Finding{Check: "nccl_hca", Msg: fmt.Sprintf("%s=%s: ", IBHCAName, srunconf.Show(val)) + fmt.Sprintf(format, a...)})
 	}
 	if len(spec.HCAs) == 0 {
 		add("names no device; NCCL then uses every HCA, the far ones too")
@@ -103,9 +146,14 @@ func checkHCA(r host.Root, env func(string) string) []Finding {
 		add("no RDMA device is visible here (%s is empty or absent: a container without the host's sysfs?); NCCL falls back to TCP sockets", ibClass)
 		return out
 	}
+	seen := make(map[HCAPort]bool, len(spec.HCAs))
 	for _, h := range spec.HCAs {
+		if seen[h] {
+			continue // said once
+		}
+		seen[h] = true
 		if !h.PortOK() {
-			add("%q: port %q is not a number (NCCL reads it as port %d)", h.Name, h.PortText, h.Port)
+			add("%s: port %s is not a number (NCCL reads it as port %d)", srunconf.QuoteN(h.Name, 64), srunconf.QuoteN(h.PortText, 64), h.Port)
 		}
 		var match []string
 		exact := false
@@ -119,12 +167,12 @@ func checkHCA(r host.Root, env func(string) string) []Finding {
 		}
 		switch {
 		case len(match) == 0:
-			add("%q: no such device here (have %s); NCCL will not use it", h.Name, strings.Join(devs, ", "))
+			add("%s: no such device here (have %s); NCCL will not use it", srunconf.QuoteN(h.Name, 64), strings.Join(devs, ", "))
 			continue
 		case exact && len(match) > 1:
 			// mlx5_1 meaning mlx5_1, not mlx5_1*: a prefix like "mlx5"
 			// that names no device is taken as meant.
-			add("%q also selects %s (NCCL matches names by prefix); write %s=%s to name exactly these", h.Name, strings.Join(slices.DeleteFunc(slices.Clone(match), func(d string) bool { return d == h.Name }), ", "), IBHCAName, exactSpec(spec))
+			add("%s also selects %s (NCCL matches names by prefix); write %s=%s to name exactly these", srunconf.QuoteN(h.Name, 64), strings.Join(slices.DeleteFunc(slices.Clone(match), func(d string) bool { return d == h.Name }), ", "), IBHCAName, srunconf.ShowN(exactSpec(spec), 100))
 		}
 		if exact { // the device meant; the others are what the warning above is about
 			out = append(out, checkDevice(r, val, h.Name, h)...)
@@ -138,7 +186,7 @@ func checkHCA(r host.Root, env func(string) string) []Finding {
 			}
 		}
 		if len(withPort) == 0 {
-			add("no device %q selects (%s) has port %d; NCCL will not use them", h.Name, strings.Join(match, ", "), h.Port)
+			add("no device %s selects (%s) has port %d; NCCL will not use them", srunconf.QuoteN(h.Name, 64), strings.Join(match, ", "), h.Port)
 		}
 		for _, d := range withPort {
 			out = append(out, checkDevice(r, val, d, h)...)
@@ -158,7 +206,7 @@ func exactSpec(spec HCASpec) string {
 func checkDevice(r host.Root, val, dev string, h HCAPort) []Finding {
 	var out []Finding
 	add := func(format string, a ...any) {
-		out = append(out, Finding{"nccl_hca", fmt.Sprintf("%s=%s: ", IBHCAName, show(val)) + fmt.Sprintf(format, a...)})
+		out = append(out, Finding{Check: "nccl_hca", Msg: fmt.Sprintf("%s=%s: ", IBHCAName, srunconf.Show(val)) + fmt.Sprintf(format, a...)})
 	}
 	dir := devDir(r, dev)
 	if h.Port != -1 {

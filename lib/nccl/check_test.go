@@ -263,7 +263,8 @@ func within(t *testing.T, what string, fn func()) {
 // prolog's health.nccl_topo_file, is refused at once, naming the file:
 // opening a FIFO without a writer would block srunwrap for ever and the
 // prolog until its deadline. A symlink is followed, as NCCL follows it, to
-// a regular file only; a file over 16 MiB is not read.
+// a regular file only; CheckTopoFile reads no file over 16 MiB, and
+// srunwrap's check reads the first 64 KiB of any file.
 func TestTopoFileNotRegular(t *testing.T) {
 	r := fixture(t, map[string]string{
 		"/etc/nccl/topo.xml":  topoXML,
@@ -296,12 +297,67 @@ func TestTopoFileNotRegular(t *testing.T) {
 			got = only(Check(r, envMap(map[string]string{"NCCL_TOPO_FILE": tc.file}), unix.RLIM_INFINITY), "nccl_topo_file")
 		})
 		if tc.regular {
-			wantMsgs(t, got, [][]string{{"NCCL_TOPO_FILE=" + tc.file + " cannot be read", "larger than"}})
+			// srunwrap reads its first 64 KiB only: zeros, not XML.
+			wantMsgs(t, got, [][]string{{"NCCL_TOPO_FILE=" + tc.file + " does not parse as an NCCL topology (no XML tag in its first 64 KiB)"}})
 		} else {
 			wantMsgs(t, got, [][]string{{"NCCL_TOPO_FILE=" + tc.file + " is a ", ", not a regular file: NCCL may block or fail at init"}})
 		}
 	}
 	if n, err := CheckTopoFile(r, "/etc/nccl/link.xml"); err != nil || n != 2 {
 		t.Errorf("a symlink to the topology: %d CPUs, %v", n, err)
+	}
+}
+
+// ProbeTopoFile reads at most max bytes: a file that fits is parsed
+// whole; of a larger one the start is parsed, elements still open where
+// it ends (or a tag cut by it) are no error, and the rest, whatever it
+// holds, is never looked at.
+func TestProbeTopoFile(t *testing.T) {
+	const max = 1024
+	pad := func(start string, n int, after string) string {
+		var b strings.Builder
+		b.WriteString(start)
+		for b.Len() < n {
+			b.WriteString(`<cpu numaid="0" vendor="é"/>`)
+		}
+		return b.String() + after
+	}
+	exact := func(s string, n int) string { return s + strings.Repeat(" ", n-len(s)) }
+	r := fixture(t, map[string]string{
+		"/exact.xml":   exact(pad("<system>", max-64, ""), max-len("</system>")) + "</system>",
+		"/big.xml":     pad("<system>", 3*max, "\x00\x00 not XML <<<"),
+		"/cut.xml":     pad("<system>", max+13, "\x00"),
+		"/graphs.xml":  pad("<graphs>", 3*max, ""),
+		"/broken.xml":  "<system><cpu></system>" + strings.Repeat(" ", 2*max),
+		"/notag.xml":   "<system" + strings.Repeat(" ", 2*max) + ">",
+		"/empty.xml":   "",
+		"/decl.xml":    pad("<?xml version=\"1.0\"?>\n<!-- dumped -->\n<system version=\"1\">", 2*max, ""),
+		"/partial.xml": "<system><cpu numaid=\"0\"></cpu></system>",
+	})
+	for _, c := range []struct {
+		file    string
+		partial bool
+		err     string
+	}{
+		{"/exact.xml", false, ""},
+		{"/partial.xml", false, ""},
+		{"/big.xml", true, ""},
+		{"/cut.xml", true, ""},
+		{"/decl.xml", true, ""},
+		{"/graphs.xml", true, "root element <graphs>, want <system>"},
+		{"/broken.xml", true, "line 1: XML syntax error on line 1: element <cpu> closed by </system>"},
+		{"/notag.xml", true, "no XML tag in its first 1 KiB"},
+		{"/empty.xml", false, "no XML element in it"},
+	} {
+		h, err := ProbeTopoFile(r, c.file, max)
+		if h.Checked > max || h.Partial() != c.partial || fmt.Sprint(err) != c.err && !(c.err == "" && err == nil) {
+			t.Errorf("%s: %+v (partial %v), %v; want partial %v, error %q", c.file, h, h.Partial(), err, c.partial, c.err)
+		}
+		if err != nil && !errors.Is(err, ErrNotTopology) {
+			t.Errorf("%s: %v does not wrap ErrNotTopology", c.file, err)
+		}
+	}
+	if _, err := ProbeTopoFile(r, "/missing.xml", max); !errors.Is(err, os.ErrNotExist) || err.Error() != "no such file or directory" {
+		t.Errorf("a missing file: %v", err)
 	}
 }

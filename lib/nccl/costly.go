@@ -2,8 +2,9 @@ package nccl
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"gpuprep/lib/srunconf"
 )
 
 // costly is one inherited variable that costs bandwidth when set to
@@ -72,7 +73,7 @@ func checkEnv(env func(string) string) []Finding {
 			continue
 		}
 		if what, ok := c.bad(v, env); ok {
-			out = append(out, Finding{"nccl_env", fmt.Sprintf("%s=%s: %s; costs bandwidth: %s", c.name, show(v), what, c.cost)})
+			out = append(out, Finding{Check: "nccl_env", Msg: fmt.Sprintf("%s=%s: %s; costs bandwidth: %s", c.name, srunconf.Show(v), what, c.cost)})
 		}
 	}
 	return out
@@ -142,16 +143,8 @@ func debugPerCall(v string, env func(string) string) (string, bool) {
 	}
 	for _, s := range strings.Split(sub, ",") {
 		if strings.EqualFold(s, "COLL") || strings.EqualFold(s, "ALL") {
-			return "with NCCL_DEBUG_SUBSYS=" + sub + " every collective is logged", true
+			return "with NCCL_DEBUG_SUBSYS=" + srunconf.Show(sub) + " every collective is logged", true
 		}
 	}
 	return "", false
-}
-
-// show writes a value as it is when it is plain, quoted otherwise.
-func show(v string) string {
-	if q := strconv.Quote(v); q[1:len(q)-1] != v || v == "" || strings.ContainsAny(v, " \t") {
-		return q
-	}
-	return v
 }

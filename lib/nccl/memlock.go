@@ -2,6 +2,8 @@ package nccl
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -43,9 +45,25 @@ func checkMemlock(r host.Root, env func(string) string, memlock uint64) []Findin
 	if n, ok := strtol(env("NCCL_IB_DISABLE")); ok && n != 0 {
 		return nil
 	}
-	return []Finding{{"memlock", fmt.Sprintf("locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) is %s, below the %s NCCL needs to register memory with InfiniBand/RoCE: NCCL fails (\"Cannot allocate memory\") or falls back to TCP sockets. "+
+	return []Finding{{Check: "memlock", Msg: fmt.Sprintf("locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) is %s, below the %s NCCL needs to register memory with InfiniBand/RoCE: NCCL fails (\"Cannot allocate memory\") or falls back to TCP sockets. "+
 		"Fix on the node: LimitMEMLOCK=infinity for slurmd.service (systemctl edit slurmd), and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf so that srun does not copy the login shell's limit to the job",
 		sizeString(memlock), sizeString(MinMemlock))}}
+}
+
+// size writes a file size in the largest binary unit it reaches, to one
+// decimal ("16 MiB", "70.3 KiB", "900 bytes").
+func size(b int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	if b < 1024 {
+		return fmt.Sprintf("%d bytes", b)
+	}
+	v, i := float64(b)/1024, 0
+	for i < len(units)-1 && v >= 1024 {
+		v /= 1024
+		i++
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + " " + units[i]
 }
 
 // sizeString writes a byte count in the largest binary unit that divides

@@ -114,7 +114,7 @@ func Plan(in Input) []Var {
 			v.Kept = true
 			v.From = "your environment (" + p.from + " sets the same)"
 		case p.forced:
-			v.From = fmt.Sprintf("forced by fabric %s over your %s=%s", p.fabric, name, v.User)
+			v.From = fmt.Sprintf("forced by fabric %s over your %s=%s", p.fabric, name, srunconf.ShowN(v.User, srunconf.ShowMax/2))
 			if name == IBHCAName && !strings.HasPrefix(p.from, "fabric ") {
 				v.From += ": " + p.from
 			}

@@ -7,13 +7,23 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"syscall"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/srunconf"
 )
 
 // maxTopoFile bounds an NCCL topology file read: the XML of a large node
 // (NCCL_TOPO_DUMP_FILE of 8 GPUs and 18 HCAs) is some tens of KiB.
 const maxTopoFile = 16 << 20
+
+// TopoProbeMax is how much of NCCL_TOPO_FILE srunwrap reads in each rank:
+// the XML NCCL writes for a large node (NCCL_TOPO_DUMP_FILE of 8 GPUs and
+// 18 HCAs) is some tens of KiB, and Go's XML decoder takes about 10 ms
+// for 64 KiB of the densest XML on a slow core, so a rank never waits
+// long on the file, whatever it holds.
+const TopoProbeMax = 64 << 10
 
 // ErrNotTopology is wrapped by CheckTopoFile's error for a file it read
 // that is not an NCCL topology (not XML, or a root other than <system>).
@@ -38,38 +48,119 @@ func (e *NotRegularError) Unwrap() error { return host.ErrNotRegular }
 // (*NotRegularError otherwise) of at most 16 MiB: it is opened without
 // blocking and checked with fstat before any read, so it never waits on a
 // FIFO. Every error names p; a missing file wraps fs.ErrNotExist, a file
-// that does not parse ErrNotTopology.
+// that does not parse ErrNotTopology. It reads the whole file: srunwrap,
+// which runs in every rank, reads only its start (ProbeTopoFile).
 func CheckTopoFile(r host.Root, p string) (cpus int, err error) {
 	b, fi, err := host.ReadRegular(r.Path(p), maxTopoFile)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the rooted path: p names the file
+		return 0, openError(p, fi, err)
+	}
+	return parseTopo(p, b, false)
+}
+
+// TopoHead is what ProbeTopoFile learnt of a topology file.
+type TopoHead struct {
+	Size    int64 // the file's size, from fstat
+	Checked int   // how many bytes of it were read and parsed
+}
+
+// Partial says only the start of the file was checked.
+func (h TopoHead) Partial() bool { return int64(h.Checked) < h.Size }
+
+// ProbeTopoFile is CheckTopoFile bounded for srunwrap, which runs it in
+// every rank: it opens the NCCL topology file at p (through the root)
+// without blocking, checks with fstat that it is a regular file, reads at
+// most max bytes and checks that they are an NCCL topology (XML with a
+// <system> root, well formed as far as they go). The rest of a larger
+// file is never read: TopoHead.Partial says so. Errors are those of
+// CheckTopoFile, without p in front (*NotRegularError aside): the caller
+// names the file.
+func ProbeTopoFile(r host.Root, p string, max int) (TopoHead, error) {
+	b, fi, err := readHead(r.Path(p), max)
+	if err != nil {
+		err = openError(p, fi, err)
+		if nr := (*NotRegularError)(nil); errors.As(err, &nr) {
+			return TopoHead{}, err
 		}
-		if errors.Is(err, host.ErrNotRegular) && fi != nil {
-			return 0, &NotRegularError{Path: p, Kind: fileKind(fi.Mode())}
+		return TopoHead{}, errors.Unwrap(err)
+	}
+	h := TopoHead{Size: fi.Size(), Checked: len(b)}
+	_, err = parseTopo("", b, h.Partial())
+	return h, err
+}
+
+// readHead opens path without blocking (a FIFO never makes it wait),
+// checks with fstat that it is a regular file (host.ErrNotRegular, with
+// fi, otherwise) and reads at most max bytes of it.
+func readHead(path string, max int) (b []byte, fi fs.FileInfo, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, &fs.PathError{Op: "read", Path: path, Err: host.ErrNotRegular}
+	}
+	b = make([]byte, min(int64(max), fi.Size()+1))
+	n, err := io.ReadFull(f, b)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil // shorter than its size said (a file being written)
+	}
+	return b[:n], fi, err
+}
+
+// openError is the error for a topology file that could not be opened or
+// read: *NotRegularError for one that is not a regular file, else err
+// with p in front of what the system said (the rooted path dropped).
+func openError(p string, fi fs.FileInfo, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the rooted path: p names the file
+	}
+	if errors.Is(err, host.ErrNotRegular) && fi != nil {
+		return &NotRegularError{Path: p, Kind: fileKind(fi.Mode())}
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}
+
+// parseTopo checks that b is an NCCL topology (XML with a <system> root)
+// and counts its <cpu> elements. name starts each error ("" for none).
+// partial says b is only the start of the file: elements still open where
+// b ends are no error, and b is cut after its last '>' so that no token is
+// cut in two.
+func parseTopo(name string, b []byte, partial bool) (cpus int, err error) {
+	if partial {
+		end := bytes.LastIndexByte(b, '>')
+		if end < 0 {
+			return 0, notTopology("%sno XML tag in its first %s", lead(name), size(int64(len(b))))
 		}
-		return 0, fmt.Errorf("%s: %w", p, err)
+		b = b[:end+1]
 	}
 	d := xml.NewDecoder(bytes.NewReader(b))
 	root := ""
 	for {
 		tok, err := d.Token()
 		if err != nil {
-			if root == "" {
-				return 0, notTopology("%s: not an NCCL topology (XML with a <system> root): %v", p, err)
-			}
-			if err == io.EOF {
+			var se *xml.SyntaxError
+			switch {
+			case root == "" && err == io.EOF:
+				return 0, notTopology("%sno XML element in it", lead(name))
+			case root == "":
+				return 0, notTopology("%s%v", lead(name), err)
+			case err == io.EOF, partial && errors.As(err, &se) && se.Msg == "unexpected EOF":
 				return cpus, nil
 			}
 			line, _ := d.InputPos()
-			return 0, notTopology("%s:%d: %v", p, line, err)
+			return 0, notTopology("%s: %v", at(name, line), err)
 		}
 		if se, ok := tok.(xml.StartElement); ok {
 			if root == "" {
 				root = se.Name.Local
 				if root != "system" {
-					return 0, notTopology("%s: root element <%s>, want <system>", p, root)
+					return 0, notTopology("%sroot element <%s>, want <system>", prefix(name), srunconf.ShowN(root, 64))
 				}
 			}
 			if se.Name.Local == "cpu" {
@@ -77,6 +168,32 @@ func CheckTopoFile(r host.Root, p string) (cpus int, err error) {
 			}
 		}
 	}
+}
+
+// lead starts an error about a file that is no topology: "name: not an
+// NCCL topology (XML with a <system> root): ", or "" for no name (the
+// caller says it).
+func lead(name string) string {
+	if name == "" {
+		return ""
+	}
+	return name + ": not an NCCL topology (XML with a <system> root): "
+}
+
+// prefix is "name: ", or "" for no name.
+func prefix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return name + ": "
+}
+
+// at is "name:line", or "line N" for no name.
+func at(name string, line int) string {
+	if name == "" {
+		return fmt.Sprintf("line %d", line)
+	}
+	return fmt.Sprintf("%s:%d", name, line)
 }
 
 // topologyError is a file that was read and is not an NCCL topology.

@@ -13,6 +13,7 @@ import (
 	"gpuprep/lib/nccl"
 	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/srunconf"
 	"gpuprep/lib/topo"
 )
 
@@ -65,7 +66,7 @@ func explainMain(e cmdenv.Env, f flags, in *inputs) int {
 		}
 	}
 	for _, p := range in.problems() {
-		if in.taskErr == nil || !strings.HasPrefix(p, in.taskErr.Error()) {
+		if in.taskErr == nil || p != in.taskProblem() {
 			x.Problems = append(x.Problems, p)
 		}
 	}
@@ -119,7 +120,7 @@ func notInStep(err error) string {
 	if errors.As(err, &ee) && ee.Unset {
 		return ee.Var + " is not set"
 	}
-	return err.Error()
+	return envProblem(err)
 }
 
 // nodeCPUs is every CPU of the node's cores.
@@ -173,7 +174,7 @@ func rankOf(in *inputs, bi bind.Input, p bind.Plan, getenv func(string) string) 
 }
 
 func writeExplanation(w io.Writer, x explanation) {
-	fmt.Fprintf(w, "node %s: %s\n", x.Node, x.TasksBy)
+	fmt.Fprintf(w, "node %s: %s\n", srunconf.Show(x.Node), x.TasksBy)
 	fmt.Fprintf(w, "  node from %s\n  config from %s\n", x.Source, x.Config)
 	for _, p := range x.Problems {
 		fmt.Fprintf(w, "  note: %s\n", p)
@@ -211,7 +212,7 @@ func writeExplanation(w io.Writer, x explanation) {
 			fmt.Fprintf(w, "  GPU       %s\n", r.GPU.From)
 		}
 		if r.Visible != "" {
-			fmt.Fprintf(w, "  sets      CUDA_VISIBLE_DEVICES=%s\n", r.Visible)
+			fmt.Fprintf(w, "  sets      CUDA_VISIBLE_DEVICES=%s\n", srunconf.Show(r.Visible))
 		}
 		fmt.Fprintf(w, "  CPUs      %s\n", r.CPUsFrom)
 		fmt.Fprintf(w, "  memory    %s\n", r.MemFrom)
@@ -220,7 +221,7 @@ func writeExplanation(w io.Writer, x explanation) {
 		}
 		fmt.Fprintf(w, "  MPS       %s\n", r.MPS.Why)
 		for _, v := range r.Env {
-			fmt.Fprintf(w, "  %s=%s  (%s)\n", v.Name, v.Value, v.From)
+			fmt.Fprintf(w, "  %s=%s  (%s)\n", v.Name, srunconf.ShowN(v.Value, srunconf.ShowMax/2), v.From)
 		}
 		for _, wn := range r.Warnings {
 			fmt.Fprintf(w, "  warning (%s): %s\n", wn.Check, wn.Msg)

@@ -1,6 +1,7 @@
 package srunwrapcmd
 
 import (
+	"errors"
 	"fmt"
 
 	"gpuprep/lib/srunconf"
@@ -95,19 +96,36 @@ func (in *inputs) product() string {
 }
 
 // problems lists, one line each, the inputs that could not be read: the
-// task's Slurm variables, the node, the task's CPUs.
+// task's Slurm variables, the node, the task's CPUs. Each is clipped
+// (srunconf.Clip): the errors are other packages' and may quote the
+// user's values.
 func (in *inputs) problems() []string {
 	var out []string
 	if in.taskErr != nil {
-		out = append(out, in.taskErr.Error())
+		out = append(out, in.taskProblem())
 	}
 	if in.nodeErr != nil {
-		out = append(out, "node: "+in.nodeErr.Error())
+		out = append(out, srunconf.Clip("node: "+in.nodeErr.Error(), msgMax))
 	}
 	if in.cpuErr != nil {
-		out = append(out, "task CPUs: "+in.cpuErr.Error())
+		out = append(out, srunconf.Clip("task CPUs: "+in.cpuErr.Error(), msgMax))
 	}
 	return out
+}
+
+// taskProblem is problems' line for taskErr.
+func (in *inputs) taskProblem() string { return envProblem(in.taskErr) }
+
+// envProblem is err (taskErr) on one line: a malformed variable with its
+// value as srunwrap shows every value (srunconf.Show: clipped, with a
+// count of what was cut), anything else clipped.
+func envProblem(err error) string {
+	var ee *slurm.EnvError
+	if errors.As(err, &ee) && !ee.Unset {
+		// The message may quote a part of the value again.
+		return ee.Var + "=" + srunconf.ShowN(ee.Value, 120) + ": " + srunconf.Clip(ee.Msg, 100)
+	}
+	return srunconf.Clip(err.Error(), msgMax)
 }
 
 // refuses says whether any runtime check is set to refuse.

@@ -7,6 +7,7 @@ import (
 
 	"gpuprep/lib/bind"
 	"gpuprep/lib/mps"
+	"gpuprep/lib/srunconf"
 )
 
 // envVar is one variable srunwrap sets.
@@ -51,11 +52,11 @@ func jobUser(getenv func(string) string) string {
 // only the explanation needs (a multi-GPU rank's per-GPU daemons).
 func (in *inputs) planMPS(bi bind.Input, p bind.Plan, getenv func(string) string, visible string, brief bool) mpsPlan {
 	if v := getenv(mps.PipeEnv); v != "" {
-		return mpsPlan{Why: fmt.Sprintf("kept your %s=%s: srunwrap sets no MPS variable over yours", mps.PipeEnv, v)}
+		return mpsPlan{Why: fmt.Sprintf("kept your %s=%s: srunwrap sets no MPS variable over yours", mps.PipeEnv, srunconf.Show(v))}
 	}
 	uuids, err := bind.RankUUIDs(bi, p)
 	if err != nil {
-		return mpsPlan{Why: "no MPS: " + err.Error()}
+		return mpsPlan{Why: "no MPS: " + srunconf.Clip(err.Error(), msgMax)}
 	}
 	user := jobUser(getenv)
 	if user == "" {
@@ -66,13 +67,13 @@ func (in *inputs) planMPS(bi bind.Input, p bind.Plan, getenv func(string) string
 		return mpsPlan{Why: in.noDaemon(user, uuids, brief)}
 	}
 	if err != nil {
-		return mpsPlan{Why: "no MPS: " + strings.TrimPrefix(err.Error(), "mps: "), Warn: true}
+		return mpsPlan{Why: "no MPS: " + srunconf.Clip(strings.TrimPrefix(err.Error(), "mps: "), msgMax), Warn: true}
 	}
 	m := mpsPlan{Set: []envVar{{mps.PipeEnv, paths.Pipe}}}
 	var why strings.Builder
 	fmt.Fprintf(&why, "%s=%s", mps.PipeEnv, paths.Pipe)
 	if v := getenv(mps.LogEnv); v != "" {
-		fmt.Fprintf(&why, ", kept your %s=%s", mps.LogEnv, v)
+		fmt.Fprintf(&why, ", kept your %s=%s", mps.LogEnv, srunconf.ShowN(v, summaryMax))
 	} else {
 		m.Set = append(m.Set, envVar{mps.LogEnv, paths.Log})
 		fmt.Fprintf(&why, ", %s=%s", mps.LogEnv, paths.Log)

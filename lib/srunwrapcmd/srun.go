@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"gpuprep/lib/cmdenv"
+	"gpuprep/lib/srunconf"
 )
 
 // srunMain is `srunwrap [flags] --srun [srun args] -- cmd args...`: it
@@ -23,7 +24,7 @@ func srunMain(e cmdenv.Env, sys system, own, rest []string) int {
 		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("%v (see -h)", err))
 	}
 	if fs.NArg() > 0 {
-		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("unexpected %q before --srun (usage: srunwrap [flags] --srun [srun args] -- cmd args...)", fs.Arg(0)))
+		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, fmt.Errorf("unexpected %s before --srun (usage: srunwrap [flags] --srun [srun args] -- cmd args...)", srunconf.QuoteN(fs.Arg(0), srunconf.ShowMax)))
 	}
 	if f.explain || f.taskProlog {
 		return cmdenv.Fail(e.Stderr, prog, cmdenv.ExitBadInput, errors.New("--srun runs a command: it does not go with --explain or --task-prolog"))

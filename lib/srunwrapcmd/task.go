@@ -39,7 +39,7 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 	var plan *bind.Plan
 	if in.taskErr != nil || in.node == nil {
 		// Bad or missing input never stops the command: it runs unbound.
-		d.input(fmt.Sprintf("%s: running %s unbound", strings.Join(in.problems(), "; "), quoteArg(argv[0])))
+		d.input(fmt.Sprintf("%s: running %s unbound", srunconf.Clip(strings.Join(in.problems(), "; "), srunconf.ShowMax), quoteArgN(argv[0], argMax)))
 	} else {
 		for _, p := range in.problems() {
 			d.input(p)
@@ -75,7 +75,11 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 			memlock = ^uint64(0) // unknown: not reported
 		}
 		for _, fd := range nccl.Check(in.root, env.get, memlock) {
-			if first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse {
+			switch {
+			case fd.Note && first:
+				d.note(fd.Check, fd.Msg)
+			case fd.Note:
+			case first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse:
 				d.check(fd.Check, fd.Msg)
 			}
 		}
@@ -111,7 +115,7 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 		}
 	}
 	err = sys.exec(path, argv, env.list())
-	return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", path, err))
+	return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", quoteArg(path), err))
 }
 
 // decider applies [srunwrap.checks] to each problem found: off drops it,
@@ -134,6 +138,14 @@ func (d *decider) check(check, msg string) {
 		return
 	}
 	d.input(msg)
+}
+
+// note prints what a check noted that is no problem (nccl.Finding.Note):
+// a warning unless the check is off, never a refusal.
+func (d *decider) note(check, msg string) {
+	if d.cfg.SrunwrapCheck(check) != srunconf.CheckOff {
+		d.input(msg)
+	}
 }
 
 // input reports bad or missing input: always a warning, never a refusal
@@ -159,11 +171,11 @@ func prefix(rank string) string {
 func printNotices(w io.Writer, in *inputs, quiet bool) {
 	n, err := nodedesc.LoadNotice(in.root, in.task.JobID)
 	if err != nil {
-		warnf(w, quiet, "job %d: %v", in.task.JobID, err)
+		warnf(w, quiet, "job %d: %s", in.task.JobID, srunconf.Clip(err.Error(), msgMax))
 		return
 	}
 	for _, m := range n.Messages {
-		fmt.Fprintf(w, "%s: job %d on %s: %s\n", prog, in.task.JobID, in.nodeName, m)
+		fmt.Fprintf(w, "%s: job %d on %s: %s\n", prog, in.task.JobID, srunconf.ShowN(in.nodeName, summaryMax), srunconf.Clip(m, msgMax))
 	}
 }
 
@@ -188,14 +200,10 @@ func summary(p bind.Plan, getenv func(string) string) string {
 	} else {
 		fmt.Fprintf(&b, ", memory %s %s", p.MemPolicy, joinInts(p.MemNodes))
 	}
-	if v := getenv("CUDA_VISIBLE_DEVICES"); v != "" {
-		fmt.Fprintf(&b, ", CUDA_VISIBLE_DEVICES=%s", v)
-	}
-	if v := getenv("NCCL_IB_HCA"); v != "" {
-		fmt.Fprintf(&b, ", NCCL_IB_HCA=%s", v)
-	}
-	if v := getenv("CUDA_MPS_PIPE_DIRECTORY"); v != "" {
-		fmt.Fprintf(&b, ", CUDA_MPS_PIPE_DIRECTORY=%s", v)
+	for _, name := range []string{"CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "CUDA_MPS_PIPE_DIRECTORY"} {
+		if v := getenv(name); v != "" {
+			fmt.Fprintf(&b, ", %s=%s", name, srunconf.ShowN(v, summaryMax))
+		}
 	}
 	if len(p.Warnings) > 0 {
 		fmt.Fprintf(&b, ", %s", plural.Count(len(p.Warnings), "warning", "warnings"))
@@ -211,20 +219,44 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// quoteArg shows a command name as typed, quoted only when it needs it.
-func quoteArg(s string) string {
+// summaryMax is how much of each value --verbose's one-line summary
+// shows: a GPU UUID whole (40 bytes), three long values on a line under
+// 400 bytes.
+const summaryMax = 40
+
+// msgMax is how much of a message made elsewhere (another package's
+// error, the prolog's notice) srunwrap prints (srunconf.Clip).
+const msgMax = 240
+
+// quoteArg shows a command name as typed, quoted only when it needs it,
+// clipped when long (srunconf.Show).
+func quoteArg(s string) string { return quoteArgN(s, argMax) }
+
+// argMax is how much of a command's name srunwrap shows: it shares its
+// line with a problem or the configuration's path.
+const argMax = 120
+
+// quoteArgN is quoteArg showing at most n bytes of the name.
+func quoteArgN(s string, n int) string {
+	if len(s) > n {
+		return srunconf.ShowN(s, n)
+	}
 	if s == "" || strings.ContainsAny(s, " \t\n\"'\\$`") {
 		return fmt.Sprintf("%q", s)
 	}
 	return s
 }
 
-// unwrapExec drops exec.Error's own "exec: NAME:" prefix, which the
-// message already carries.
+// unwrapExec drops exec.Error's own "exec: NAME:" prefix, and the path of
+// a *fs.PathError in it, which the message already carries.
 func unwrapExec(err error) error {
 	var ee *exec.Error
 	if errors.As(err, &ee) {
-		return ee.Err
+		err = ee.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
 	return err
 }
