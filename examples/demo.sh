@@ -252,7 +252,7 @@ mkdir -p "$scope/job_4250"
 export CUDA_VISIBLE_DEVICES=4 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25
 SLURM_JOB_ID=4250 quiet "${mps[@]}" "$bin"/gpuprep-prolog "${hook[@]}" --dry-run | grep -E '^KNOB|^mps'
 SLURM_JOB_ID=4250 show 'MPS control daemon|prolog done' "${mps[@]}" "$bin"/gpuprep-prolog "${hook[@]}" | sed -e 's/^time=[^ ]* //'
-ls -d "$root"/run/gpuprep/mps/*/pipe | sed "s|$root||"
+stat -c '%n: owner %U, mode %a (the job'"'"'s user may only search it: ACL user:%%s:--x)' "$root"/run/gpuprep/mps/*/pipe | sed -e "s|$root||" -e "s|%s|$(id -u)|"
 
 step "Its rank: srunwrap points it at alice's daemon on its GPU, the GPU by UUID (MPS clients number GPUs from the daemon's)" \
   "srunwrap -- sh -c 'env | grep ^CUDA_' (rank 0 of job 4250)"
