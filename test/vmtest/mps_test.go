@@ -168,7 +168,8 @@ func procsOf(t *testing.T, ctx context.Context, cgroup string) []int {
 // checkRunning checks the daemon the probe started: its unit is active,
 // KillMode=control-group, MainPID the daemon; the daemon and the server
 // it started are in the unit's cgroup, not the probe's or slurmd's; the
-// pipe directory is user's (01700), the log directory root's; and
+// pipe directory is root's 0710 with an ACL entry user:<user>:--x (the
+// VM's /run, a tmpfs, takes ACLs), the log directory root's 0700; and
 // the daemon answers get_server_list with its server.
 func checkRunning(t *testing.T, ctx context.Context, r mpsProbeResult, user, uuid string) (cgroup string, server int) {
 	t.Helper()
@@ -223,8 +224,13 @@ func checkRunning(t *testing.T, ctx context.Context, r mpsProbeResult, user, uui
 		t.Errorf("get_server_list printed %q; want the server, one of %v other than the daemon", out, procs)
 	}
 	perms := MustRun(t, ctx, fmt.Sprintf("stat -c '%%U %%a' %s %s", r.Pipe, filepath.Join(r.Dir, "log")))
-	if got := strings.Fields(perms); !slices.Equal(got, []string{user, "1700", "root", "700"}) {
-		t.Errorf("pipe and log directories: %q, want %s 1700 and root 700", perms, user)
+	if got := strings.Fields(perms); !slices.Equal(got, []string{"root", "710", "root", "700"}) {
+		t.Errorf("pipe and log directories: %q, want root 710 and root 700", perms)
+	}
+	acl := MustRun(t, ctx, `python3 -c 'import os,sys; print(os.getxattr(sys.argv[1], "system.posix_acl_access").hex())' `+r.Pipe)
+	uid := strings.TrimSpace(MustRun(t, ctx, "id -u "+vmnode.Quote(user)))
+	if want := aclHex(t, uid); strings.TrimSpace(acl) != want {
+		t.Errorf("pipe directory ACL %s; want %s (user::rwx user:%s:--x group::--- mask::--x other::---)", acl, want, uid)
 	}
 	return cgroup, server
 }
@@ -385,5 +391,63 @@ func TestMPSWithoutLauncherDiesWithItsCgroup(t *testing.T) {
 	}
 	if Exists(t, ctx, p.Dir) {
 		t.Errorf("after stop, %s is still there", p.Dir)
+	}
+}
+
+// aclHex is the system.posix_acl_access value, in hex, of a directory
+// that lets uid search it and nobody else but its owner in.
+func aclHex(t *testing.T, uid string) string {
+	t.Helper()
+	n, err := strconv.ParseUint(uid, 10, 32)
+	if err != nil {
+		t.Fatalf("uid %q: %v", uid, err)
+	}
+	le32 := func(v uint32) string { return fmt.Sprintf("%02x%02x%02x%02x", v&0xff, v>>8&0xff, v>>16&0xff, v>>24) }
+	entry := func(tag, perm uint16, id uint32) string {
+		return fmt.Sprintf("%02x%02x%02x%02x", tag&0xff, tag>>8, perm&0xff, perm>>8) + le32(id)
+	}
+	return le32(2) + entry(1, 7, 0xffffffff) + entry(2, 1, uint32(n)) + entry(4, 0, 0xffffffff) + entry(0x10, 1, 0xffffffff) + entry(0x20, 0, 0xffffffff)
+}
+
+// The attack of issue 30 on the VM's real kernel, /run and systemd: while
+// the daemon gpuprep started for alice runs, alice tries to plant a deep
+// tree and a symlink in its pipe directory, to remove its socket and to
+// list it, and cannot; her client still reaches the daemon; the stop (the
+// epilog's part) leaves nothing, and the node stays idle, slurmd active.
+func TestMPSPipeDirUserCannotPlant(t *testing.T) {
+	Node(t)
+	ctx := Ctx(t, 5*time.Minute)
+	installMPSProbe(t, ctx)
+	const uuid = "GPU-5a1b2c3d-4e5f-6789-abcd-ef0123456789"
+	p, _ := mpsDaemon(t, mpsUser, uuid)
+	plantMarkers(t, ctx, p, false)
+	r, _ := runProbe(t, ctx, mpsUser, "start", uuid)
+	cgroup, server := checkRunning(t, ctx, r, mpsUser, uuid)
+	for _, a := range []string{
+		"mkdir -p " + r.Pipe + "/d/d/d/d/d/d/d/d/d/d",
+		"ln -s /etc/shadow " + r.Pipe + "/planted",
+		"rm -f " + r.Pipe + "/nvidia-cuda-mps-control.pid && ln -s /etc/shadow " + r.Pipe + "/nvidia-cuda-mps-control.pid",
+		"rm " + r.Pipe + "/control",
+		"ls " + r.Pipe,
+		"head -c 1048576 /dev/zero > " + r.Pipe + "/fill",
+	} {
+		if out, _, err := node.Run(ctx, "runuser -u "+mpsUser+" -- sh -c "+vmnode.Quote(a)); err == nil {
+			t.Errorf("alice could run %q on the real kernel: %s", a, out)
+		}
+	}
+	out := MustRunAs(t, ctx, mpsUser, fmt.Sprintf("echo get_server_list | env %s=%s %s", mps.PipeEnv, r.Pipe, mpsBin))
+	if strings.TrimSpace(out) != strconv.Itoa(server) {
+		t.Errorf("alice's client got %q from her daemon; want its server %d", out, server)
+	}
+	s, _ := runProbe(t, ctx, mpsUser, "stop", uuid)
+	if s.Stopped == nil || !s.Stopped.Quit {
+		t.Errorf("stop: %+v; want the daemon quit", s.Stopped)
+	}
+	checkGone(t, ctx, r, cgroup, r.PID, server)
+	if Exists(t, ctx, mpsBase+"/"+mps.TrashName) {
+		t.Errorf("%s/%s left after the stop", mpsBase, mps.TrashName)
+	}
+	if st, reason, err := node.NodeState(ctx); err != nil || st != "idle" {
+		t.Errorf("node %s (%s, %v) after alice's attempts, want idle", st, reason, err)
 	}
 }
