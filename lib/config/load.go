@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -59,11 +60,14 @@ func readError(path string, err error) error {
 // Parse reads a configuration from data, laid over the built-in defaults;
 // name is the file name errors start with.
 //
-// Data over 1 MiB, or with { and [ nested more than 32 deep, is refused
-// before it is decoded.
+// Data over 1 MiB, not UTF-8 text (checkEncoding), or with { and [ nested
+// more than 32 deep, is refused before it is decoded.
 func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > maxFileSize {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
+	}
+	if err := checkEncoding(name, data); err != nil {
+		return nil, err
 	}
 	if err := checkNesting(name, data); err != nil {
 		return nil, err
@@ -73,6 +77,33 @@ func Parse(name string, data []byte) (*Config, error) {
 		panic("config: built-in defaults.toml: " + err.Error()) // TestDefault keeps it valid
 	}
 	return parseOnto(&base, name, data)
+}
+
+// boms are the byte order marks of the encodings a configuration may not
+// be in, UTF-32's first: UTF-32 LE's starts with UTF-16 LE's.
+var boms = []struct{ mark, encoding string }{
+	{"\xff\xfe\x00\x00", "UTF-32"},
+	{"\x00\x00\xfe\xff", "UTF-32"},
+	{"\xff\xfe", "UTF-16"},
+	{"\xfe\xff", "UTF-16"},
+}
+
+// checkEncoding refuses data that is not UTF-8 text: a UTF-16 or UTF-32
+// byte order mark, whatever follows it (the TOML decoder skips a UTF-16
+// one and reads on, so "\xff\xfe" before UTF-8 text would pass), and a
+// NUL byte anywhere (UTF-16 or UTF-32 without a mark, or a binary file).
+// A UTF-8 byte order mark is accepted, as the decoder accepts it.
+func checkEncoding(name string, data []byte) error {
+	for _, b := range boms {
+		if bytes.HasPrefix(data, []byte(b.mark)) {
+			return &Error{File: name, Msg: "encoded as " + b.encoding + " (it starts with a byte order mark): save it as UTF-8"}
+		}
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return &Error{File: name, Line: 1 + bytes.Count(data[:i], []byte("\n")),
+			Msg: "a NUL byte: this is not UTF-8 text (UTF-16 or UTF-32 without a byte order mark, or binary); save it as UTF-8"}
+	}
+	return nil
 }
 
 // Default returns the built-in configuration (lib/config/defaults.toml).
