@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gpuprep/lib/srunconf"
 
@@ -225,5 +226,43 @@ func TestTaskCPUs(t *testing.T) {
 		if !c.fails && allowed.IsEmpty() {
 			t.Errorf("%s: no allowed CPUs", c.name)
 		}
+	}
+}
+
+// What a container's mounts put where the cgroup files should be never
+// blocks nor costs a rank: a FIFO (opening one without a writer would
+// block for ever) and a file over 64 KiB are not read, and count as
+// absent, so the parent cgroup's cpuset is used.
+func TestTaskCPUsBounded(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "sys/fs/cgroup/job")
+	if err := os.MkdirAll(filepath.Join(job, "step_0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "proc/self"), 0o755)
+	os.WriteFile(filepath.Join(dir, "proc/self/cgroup"), []byte("0::/job/step_0/task_0\n"), 0o644)
+	os.WriteFile(filepath.Join(job, "cpuset.cpus.effective"), []byte("0-3\n"), 0o644)
+	// step_0: a huge list (all of it CPU 0); task_0: a FIFO.
+	os.WriteFile(filepath.Join(job, "step_0/cpuset.cpus.effective"), []byte(strings.Repeat("0,", 1<<20)+"0\n"), 0o644)
+	os.MkdirAll(filepath.Join(job, "step_0/task_0"), 0o755)
+	if err := unix.Mkfifo(filepath.Join(job, "step_0/task_0/cpuset.cpus.effective"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		job cpuset.Set
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, j, err := TaskCPUs(host.NewRoot(dir))
+		done <- result{j, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || r.job.String() != "0-3" {
+			t.Errorf("job CPUs %q, %v; want the parent's 0-3", r.job, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("TaskCPUs still blocked on a FIFO after 10 s")
 	}
 }

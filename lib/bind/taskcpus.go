@@ -42,13 +42,27 @@ func TaskCPUs(r host.Root) (allowed, job cpuset.Set, err error) {
 	return allowed, job, err
 }
 
+// maxCgroupFile bounds each cgroup file TaskCPUs reads: /proc/self/cgroup
+// is a few lines, a cpuset list of 4096 CPUs at most some tens of KiB.
+// Inside a container the files are whatever its mounts put there: one
+// that is larger, or not a regular file (a FIFO would block the rank), is
+// not read and counts as absent.
+const maxCgroupFile = 64 << 10
+
+// readCgroupFile reads a cgroup or procfs file through r, bounded and
+// without blocking (host.ReadRegular).
+func readCgroupFile(r host.Root, p string) (string, error) {
+	b, _, err := host.ReadRegular(r.Path(p), maxCgroupFile)
+	return strings.Trim(string(b), " \t\r\n\x00"), err
+}
+
 // cgroupCPUs reads the effective cpuset of the process's cgroup.
 func cgroupCPUs(r host.Root) (cpuset.Set, error) {
-	b, err := r.ReadFile("/proc/self/cgroup")
+	b, err := readCgroupFile(r, "/proc/self/cgroup")
 	if err != nil {
 		return cpuset.Set{}, nil // no procfs (or not Linux): unknown
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(b, "\n") {
 		// hierarchy-ID:controller-list:path
 		id, rest, ok := strings.Cut(line, ":")
 		ctrls, cg, ok2 := strings.Cut(rest, ":")
@@ -81,7 +95,7 @@ func readUp(r host.Root, dir, cg string, files []string) (cpuset.Set, bool, erro
 	for {
 		for _, f := range files {
 			p := path.Join(dir, cg, f)
-			s, err := r.ReadString(p)
+			s, err := readCgroupFile(r, p)
 			if err != nil {
 				continue
 			}

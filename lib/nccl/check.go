@@ -112,7 +112,9 @@ const ibClass = "/sys/class/infiniband"
 // checkHCA is nccl_hca: every device and port NCCL_IB_HCA names exists in
 // this mount namespace, the port is ACTIVE, and its uverbs device node is
 // here (a container without /dev/infiniband sees the HCAs in sysfs but
-// cannot open them). An exclude list ("^...") is not checked.
+// cannot open them). An exclude list ("^...") is not checked, nor the
+// entries past NCCL's first maxIBDevs (one finding says how many), and
+// each entry is checked once however often it is repeated.
 func checkHCA(r host.Root, env func(string) string) []Finding {
 	val := env(IBHCAName)
 	if val == "" {
@@ -257,7 +259,7 @@ func devDir(r host.Root, dev string) string {
 // portState reads ports/<n>/state ("4: ACTIVE") and returns "ACTIVE"; ""
 // when it cannot be read.
 func portState(r host.Root, portDir string) string {
-	s, err := r.ReadString(portDir + "/state")
+	s, err := readAttr(r, portDir+"/state")
 	if err != nil {
 		return ""
 	}
@@ -265,6 +267,15 @@ func portState(r host.Root, portDir string) string {
 		return name
 	}
 	return s
+}
+
+// readAttr reads a sysfs attribute through r, trimmed: at most a page, as
+// sysfs gives, and never blocking. Inside a container sysfs is whatever
+// its mounts put there: a larger file, or one that is not a regular file
+// (a FIFO would block the rank), is an error (host.ReadRegular).
+func readAttr(r host.Root, p string) (string, error) {
+	b, _, err := host.ReadRegular(r.Path(p), 4096)
+	return strings.Trim(string(b), " \t\r\n\x00"), err
 }
 
 func orNone(l []string) string {
@@ -277,7 +288,7 @@ func orNone(l []string) string {
 // Product is the DMI product name (/sys/class/dmi/id/product_name),
 // trimmed; "" when absent (arm64 without DMI, some VMs).
 func Product(r host.Root) string {
-	s, err := r.ReadString("/sys/class/dmi/id/product_name")
+	s, err := readAttr(r, "/sys/class/dmi/id/product_name")
 	if err != nil {
 		return ""
 	}

@@ -361,3 +361,20 @@ func TestProbeTopoFile(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// A FIFO where a port's state should be (a container's mounts make sysfs
+// what they like) does not block the check: the state is unknown.
+func TestCheckHCAStateFIFO(t *testing.T) {
+	files := map[string]string{}
+	hca(files, "mlx5_0", "0000:18:00.0", 0, false)
+	files["/sys/devices/pci0000:00/0000:18:00.0/infiniband/mlx5_0/ports/1/rate"] = "400 Gb/sec\n"
+	r := fixture(t, files)
+	if err := unix.Mkfifo(r.Path("/sys/devices/pci0000:00/0000:18:00.0/infiniband/mlx5_0/ports/1/state"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	within(t, "Check with a FIFO as the port state", func() {
+		got = only(Check(r, envMap(map[string]string{"NCCL_IB_HCA": "=mlx5_0:1"}), unix.RLIM_INFINITY), "nccl_hca")
+	})
+	wantMsgs(t, got, nil)
+}
