@@ -45,7 +45,7 @@ func Key(uuids []string) (string, error) {
 			return "", err
 		}
 		if seen[u] {
-			return "", fmt.Errorf("mps: GPU UUID %q given twice", u)
+			return "", fmt.Errorf("mps: GPU UUID %q given twice", clip(u))
 		}
 		seen[u] = true
 	}
@@ -57,10 +57,10 @@ func Key(uuids []string) (string, error) {
 // MIG-<uuid> since R470, MIG-GPU-<uuid>/<gi>/<ci> before).
 func checkUUID(u string) error {
 	if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
-		return fmt.Errorf("mps: GPU UUID %q: want GPU-... or MIG-...", u)
+		return fmt.Errorf("mps: GPU UUID %q: want GPU-... or MIG-...", clip(u))
 	}
 	if len(u) > 128 || strings.ContainsAny(u, ", \t\n\r") {
-		return fmt.Errorf("mps: GPU UUID %q: unexpected characters", u)
+		return fmt.Errorf("mps: GPU UUID %q: unexpected characters", clip(u))
 	}
 	return nil
 }
@@ -95,14 +95,23 @@ func checkUser(user string) error {
 	case user == "":
 		return fmt.Errorf("mps: empty user name")
 	case len(user) > maxUser:
-		return fmt.Errorf("mps: user name %q is over %d bytes", user, maxUser)
+		return fmt.Errorf("mps: user name %q is %d bytes, over %d", clip(user), len(user), maxUser)
 	case user[0] == '.' || user[0] == '-':
-		return fmt.Errorf("mps: user name %q starts with %q", user, user[0])
+		return fmt.Errorf("mps: user name %q starts with %q", clip(user), user[0])
 	}
 	for _, c := range user {
 		if c <= ' ' || c == '/' || c == 0x7f || c > 0x7e {
-			return fmt.Errorf("mps: user name %q: unexpected character %q", user, c)
+			return fmt.Errorf("mps: user name %q: unexpected character %q", clip(user), c)
 		}
 	}
 	return nil
+}
+
+// clip is s cut to 64 bytes, "..." marking a cut: names and UUIDs come
+// from the job's environment and go into messages.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "..."
 }
