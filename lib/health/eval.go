@@ -374,15 +374,17 @@ func (j *xidJudge) scope(bus string) string {
 
 // recoveryPart is what the GPU's recovery action adds to its xid result,
 // and its severity: "" for none, or for a backend or driver that cannot
-// tell (a skip, never a failure); the action the driver asks for, fatal;
-// a read that failed otherwise, at the xid check's severity.
+// tell (a skip, never a failure); the action the driver asks for, fatal
+// (capped by the xid check's severity); a read that failed otherwise, a
+// warning: a GPU NVML lost fails its other checks, and a driver quirk in
+// one field must not drain every node.
 func recoveryPart(g GPUFacts, e Expect) (string, string) {
 	sev := e.Health.HealthSeverity("xid")
 	switch {
 	case errors.Is(g.RecoveryErr, gpu.ErrUnsupported):
 		return "", ""
 	case g.RecoveryErr != nil:
-		return "recovery action unreadable: " + strings.TrimPrefix(g.RecoveryErr.Error(), "nvml: "), sev
+		return "recovery action unreadable: " + strings.TrimPrefix(g.RecoveryErr.Error(), "nvml: "), lower(config.HealthWarn, sev)
 	case g.Recovery == gpu.RecoveryNone:
 		return "", ""
 	}

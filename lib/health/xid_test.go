@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"gpuprep/internal/gpumock"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
@@ -244,5 +246,34 @@ func TestDebounce(t *testing.T) {
 	gpumock.SetFaults(n.dev(3), gpumock.Faults{ThrottleReasons: gpu.ThrottleHWSlowdown})
 	if r := one(t, n.run("prolog", false), "throttle", gpu3); r.Severity != "warn" || r.Streak != 1 {
 		t.Errorf("after a pass: %+v", r)
+	}
+}
+
+// The driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) of
+// each GPU in scope: anything but none fails the GPU, fatal, naming the
+// action, whatever the kernel log says; a driver without the field is no
+// finding; a read that fails otherwise only warns. The xid check's own
+// severity caps it.
+func TestRecoveryActionCheck(t *testing.T) {
+	n := newNode(t)
+	gpumock.SetFaults(n.dev(3), gpumock.Faults{RecoveryAction: int(gpu.RecoveryDrainAndReset)})
+	gpumock.SetFaults(n.dev(5), gpumock.Faults{RecoveryUnsupported: true})
+	n.dev(6).GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_GPU_IS_LOST }
+	rep := n.run("health", true)
+	if f := rep.Fatal(); len(f) != 1 || f[0].Reason != gpu3+": driver recovery action: drain and reset" {
+		t.Errorf("fatal %+v", f)
+	}
+	if w := rep.Warnings(); len(w) != 1 || !strings.HasPrefix(w[0].Reason, "GPU 6 (0000:ba:00.0): recovery action unreadable: ") {
+		t.Errorf("warnings %+v", w)
+	}
+	if rep.Recovery["0000:5d:00.0"] != gpu.RecoveryDrainAndReset || rep.Recovery["0000:18:00.0"] != gpu.RecoveryNone {
+		t.Errorf("recovery actions read: %v", rep.Recovery)
+	}
+	if _, ok := rep.Recovery["0000:ab:00.0"]; ok {
+		t.Errorf("an unsupported read is in the report: %v", rep.Recovery)
+	}
+	n.cfg.Severity = map[string]string{"xid": "warn"}
+	if rep := n.run("health", true); len(rep.Fatal()) != 0 {
+		t.Errorf("xid = warn: fatal %+v", rep.Fatal())
 	}
 }
