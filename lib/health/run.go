@@ -76,7 +76,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	cleared := st.Observe(recoveryRead(f), seen, f.KmsgRead && len(f.KmsgLost) == 0, time.Now())
 	for _, c := range cleared {
-		logf(o.Log).Warn("Xid history cleared: the driver's recovery action is back to none", "gpu", c.BusID, "xids", c.Codes, "why", c.Reason)
+		if !o.ReadOnly {
+			logf(o.Log).Warn("Xid history cleared: the driver's recovery action is back to none", "gpu", c.BusID, "xids", c.Codes, "why", c.Reason)
+		}
 	}
 	res := Evaluate(f, Expect{Health: o.Health, Models: o.Models}, checks, Events{New: xids, History: st.History, Standing: o.Op != "epilog"})
 	if o.Op == "epilog" {
