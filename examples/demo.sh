@@ -12,11 +12,12 @@ node=${DEMO_NODE:-dgxh100}
 backend=${DEMO_BACKEND:-mock:$node}
 # Per node: the MIG layout its GPUs have (the admin's [mig.layout]), its
 # model's whole-GPU MIG profile, and the Slurm index (gres.conf order) of a
-# GPU without MIG devices, for the MIG steps.
+# GPU without MIG devices, for the MIG steps; other_gpu is the Slurm index
+# of a GPU other than GPU 0, for the health steps.
 case $node in
-dgxh100) mig_layout='all = []' mig_whole=7g.80gb whole_gpu=0 ;;
-dgxa100) mig_layout=$'"0" = ["3g.20gb", "2g.10gb"]\nall = []' mig_whole=7g.40gb whole_gpu=2 ;;
-dgxb200) mig_layout='all = []' mig_whole=7g.180gb whole_gpu=0 ;;
+dgxh100) mig_layout='all = []' mig_whole=7g.80gb whole_gpu=0 other_gpu=1 ;;
+dgxa100) mig_layout=$'"0" = ["3g.20gb", "2g.10gb"]\nall = []' mig_whole=7g.40gb whole_gpu=2 other_gpu=2 ;;
+dgxb200) mig_layout='all = []' mig_whole=7g.180gb whole_gpu=0 other_gpu=1 ;;
 *)
   echo "demo: DEMO_NODE=$node: want dgxh100, dgxa100 or dgxb200 (the fixture roots in test/roots with a go-nvml mock)" >&2
   exit 2
@@ -274,8 +275,8 @@ rmdir "$scope/job_4250"
 SLURM_JOB_ID=4250 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E 'epilog done' | sed -e 's/^time=[^ ]* //' -e 's/restored=.*\(mps@[^ ]* [^ ,"]*\).*/restored=... \1/'
 echo "/run/gpuprep/mps after: $(ls -A "$root/run/gpuprep/mps" | wc -l) entries"
 
-step "Health before every job: the read-only table (gpuprep-prolog --health); then a user's forged Xid lines are ignored, and the driver's Xid 79 in the kernel log fails the next prolog once (under slurmd: the node drains with this reason), and never again after the admin resumes it" \
-  "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247); gpuprep-prolog (job 4248)"
+step "Health before every job: the read-only table (gpuprep-prolog --health); then a user's forged Xid lines are ignored, and the driver's Xid 79 in the kernel log fails the next prolog (under slurmd: the node drains with this reason) and every prolog of a job on GPU 0 until GPU 0 is cleared; a job on GPU 1 runs" \
+  "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247, GPU 0); gpuprep-prolog (job 4248, GPU 1)"
 mkdir -p "$root/dev" && printf '6,0,0,-;Linux version 6.1.0\n' >"$root/dev/kmsg" # the simulated kernel log
 "$bin"/gpuprep-prolog --health "${hook[@]}" 2>&1 | grep -E '^health|^CHECK|GPU 0 |^(gpu_count|driver_version|swap|xid)' | head -14
 gpu0=$(cd "$root/proc/driver/nvidia/gpus" && ls | head -1) # GPU 0's bus id
@@ -288,18 +289,37 @@ SLURM_JOB_ID=4246 SLURM_JOB_GPUS=0 quiet "$bin"/gpuprep-prolog "${hook[@]}" --dr
 echo "forged Xid lines (a mount option the kernel echoed, a user-facility record): the prolog passes"
 printf '4,3,5000000,-;NVRM: Xid (PCI:%s): 79, pid=4242, name=python, GPU has fallen off the bus.\n' "${gpu0%.*}" >>"$root/dev/kmsg"
 SLURM_JOB_ID=4247 SLURM_JOB_GPUS=0 "$bin"/gpuprep-prolog "${hook[@]}" 2>&1 | grep -E '^gpuprep-prolog' || true
-SLURM_JOB_ID=4248 SLURM_JOB_GPUS=0 show "health checks" "$bin"/gpuprep-prolog "${hook[@]}" | sed "s/^time=[^ ]* //"
+SLURM_JOB_ID=4248 SLURM_JOB_GPUS=$other_gpu show "health checks" "$bin"/gpuprep-prolog "${hook[@]}" | sed "s/^time=[^ ]* //"
 SLURM_JOB_ID=4248 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E "^gpuprep-epilog" || true
 
-step "Health between jobs: gpuprep-health, slurmd's HealthCheckProgram. GPU 0 has not been reset since its Xid 79, so the check keeps failing (here --no-drain, as NHC runs it; as HealthCheckProgram it keeps the node drained) until the driver logs the reset; no new Xid is never enough" \
-  "gpuprep-health --no-drain; echo 'NVRM: GPU ...: GPU recovered after reset' >> /dev/kmsg; gpuprep-health --no-drain"
+step "Health between jobs: gpuprep-health, slurmd's HealthCheckProgram. Xid 79 stands against GPU 0 until GPU 0 is cleared, so the check keeps failing (here --no-drain, as NHC runs it; as HealthCheckProgram it drains the node, again after an admin's resume); no new Xid, and no log line, clears it. The driver asks for a GPU reset (its recovery action, read from NVML); after the reset the action is back to none, which clears GPU 0 (so do a reboot and gpuprep-health --clear)" \
+  "gpuprep-health --no-drain; echo 'NVRM: GPU ...: GPU recovered after reset' >> /dev/kmsg; gpuprep-health --no-drain; nvidia-smi -r -i 0; gpuprep-health --no-drain"
+uuid0=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$root/proc/driver/nvidia/gpus/$gpu0/information")
+mkdir -p "$root/run/gpuprep-mock"
+printf '{"recovery_action": 1}\n' >"$root/run/gpuprep-mock/$uuid0.faults.json" # the simulated driver: GPU 0 needs a reset
 rc=0
 "$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 2>&1 | grep -E '^health|^xid|^no change' || rc=$?
 echo "exit status: $rc"
 [ "$rc" -eq 1 ] # fails while the Xid stands; anything else stops the demo
 printf '4,4,6000000,-;NVRM: GPU %s: GPU recovered after reset\n' "$gpu0" >>"$root/dev/kmsg"
-"$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 >"$spool/health.txt" 2>&1 || { cat "$spool/health.txt" >&2; exit 1; }
-echo "after the reset line: exit 0, $(grep -E '^health' "$spool/health.txt" | sed 's/.*GPUs, //')"
+rc=0
+"$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 >"$spool/health.txt" 2>&1 || rc=$?
+echo "after the driver's line 'GPU recovered after reset': exit status $rc (a log line clears nothing)"
+[ "$rc" -eq 1 ]
+rm "$root/run/gpuprep-mock/$uuid0.faults.json" # GPU 0 reset: its recovery action is back to none
+case $backend in
+mock:*)
+  "$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 >"$spool/health.txt" 2>&1 || { cat "$spool/health.txt" >&2; exit 1; }
+  echo "after the reset (recovery action back to none): exit 0, $(grep -E '^health' "$spool/health.txt" | sed 's/.*GPUs, //')"
+  ;;
+*) # no simulated recovery action: an admin's clear (root) ends it
+  if [ "$(id -u)" = 0 ]; then
+    "$bin"/gpuprep-health "${hook[@]}" --clear 0 --reason "GPU 0 reset by hand (demo)"
+  else
+    echo "($backend shows no recovery action, and gpuprep-health --clear needs root: GPU 0 stays uncleared)"
+  fi
+  ;;
+esac
 
 step "A MIG layout the node does not have: the prolog refuses before changing anything (under slurmd: exit 1, the node drains with this reason)" \
   "gpuprep-prolog --dry-run, [mig.layout] all = [\"$mig_whole\"]"

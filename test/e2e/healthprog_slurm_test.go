@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,9 +95,11 @@ func (h *healthProgNode) appendKmsg(line string) {
 // TestHealthCheckProgramInSlurm: gpuprep-health as slurmd's
 // HealthCheckProgram on an idle node. An Xid 79 of GPU 0 drains the node
 // with a reason that starts "gpuprep: " and names the check and the GPU;
-// runs with no new Xid keep it drained (no new Xid is no evidence); the
-// driver's line that the GPU was reset resumes it; an admin's drain is
-// left alone by every later run. Its textfile says drained, then not.
+// runs with no new Xid keep it drained (no new Xid is no evidence), and so
+// does the driver's line that the GPU recovered (a log line clears
+// nothing); an admin's gpuprep-health --clear resumes it at the next run;
+// an admin's drain is left alone by every later run. Its textfile says
+// drained, then not.
 func TestHealthCheckProgramInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
@@ -121,8 +124,18 @@ func TestHealthCheckProgramInSlurm(t *testing.T) {
 		t.Errorf("Xid 79 counted %q times, want once:\n%s", v, prom)
 	}
 
-	// The driver says the GPU was reset: the next run resumes the node.
+	// A line saying the GPU recovered changes nothing; the admin's clear
+	// does: the next run resumes the node.
 	h.appendKmsg("4,2,9000000,-;NVRM: GPU 0000:18:00.0: GPU recovered after reset")
+	h.waitRuns(2)
+	if st, reason := h.c.NodeState(); !strings.HasPrefix(st, "drain") || !strings.Contains(reason, want) {
+		t.Fatalf("a log line resumed the node: %q %q", st, reason)
+	}
+	clear := exec.Command(bin(t, "gpuprep-health"), "--root", n.root, "--gpu-backend", "mock:dgxh100", "--config", n.cfg, "--state-dir", n.spool,
+		"--clear", "0", "--reason", "GPU 0 reset by hand")
+	if out, err := clear.CombinedOutput(); err != nil || !strings.Contains(string(out), "cleared GPU 0 (0000:18:00.0): Xid 79") {
+		t.Fatalf("gpuprep-health --clear 0: %v\n%s", err, out)
+	}
 	h.waitState("idle", "")
 	h.waitRuns(1)
 	if prom := h.prom(); promValue(prom, `gpuprep_node_drained{hook="health",Hostname=`) != "0" {
