@@ -2,34 +2,46 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestHealthXIDDrainsOnceInSlurm: on the dgxh100 fixture, the kernel log
+// TestHealthXIDStandsInSlurm: on the dgxh100 fixture, the kernel log
 // holds an Xid 79 (GPU fallen off the bus) of GPU 0. The first job's
 // prolog fails, and the node drains with gpuprep's reason (in slurmd.log
-// and as the drain reason); nothing on the node changed. After the admin
-// resumes the node, the next job runs: the XID is behind the watermark and
-// never drains the node again.
-func TestHealthXIDDrainsOnceInSlurm(t *testing.T) {
+// and as the drain reason); nothing on the node changed. The Xid stands
+// against GPU 0 until it is cleared (issue 30): an admin who only resumes
+// the node sees the next job on GPU 0 fail and the node drain again; once
+// the admin clears GPU 0 (gpuprep-health --clear) and resumes, the next
+// job runs and the node stays up.
+func TestHealthXIDStandsInSlurm(t *testing.T) {
 	t.Parallel()
 	n := newHookNode(t)
 	n.withXID79()
 	base := n.snap()
 	c := startHookCluster(t, n, "")
-	mustDrain(t, c, "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 (pid=4242, name=python, GPU has fallen off the bus.)")
+	const reason = "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79"
+	mustDrain(t, c, reason+" (pid=4242, name=python, GPU has fallen off the bus.)")
 	if d := n.snap().Diff(base, 5); len(d) != 0 {
 		t.Errorf("the failed health check changed the node: %v", d)
 	}
-	// The admin resumes the node: the old XID does not drain it again.
+	// Resumed without clearing: the Xid still stands against GPU 0.
+	c.Resume()
+	mustDrain(t, c, reason+" not cleared")
+	// The admin clears GPU 0, then resumes: the next job runs.
+	clear := exec.Command(bin(t, "gpuprep-health"), "--root", n.root, "--gpu-backend", "mock:dgxh100", "--config", n.cfg, "--state-dir", n.spool,
+		"--clear", "0", "--reason", "GPU 0 reseated")
+	if out, err := clear.CombinedOutput(); err != nil {
+		t.Fatalf("gpuprep-health --clear 0: %v\n%s", err, out)
+	}
 	c.Resume()
 	if out, stderr, err := c.Srun("--gres=gpu:1", "-n1", "echo", "ran"); err != nil || !strings.Contains(out, "ran") {
-		t.Fatalf("job after resume: %v\n%s\n%s", err, stderr, c.LogTails(30))
+		t.Fatalf("job after the clear and resume: %v\n%s\n%s", err, stderr, c.LogTails(30))
 	}
-	if st, reason := c.NodeState(); strings.HasPrefix(st, "drain") {
-		t.Errorf("drained again: %q %q", st, reason)
+	if st, r := c.NodeState(); strings.HasPrefix(st, "drain") {
+		t.Errorf("drained again after the clear: %q %q", st, r)
 	}
 }
 
