@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
+	"gpuprep/internal/fulldisk"
 	"gpuprep/internal/gpumock"
 	"gpuprep/lib/cli"
 	"gpuprep/lib/slurm"
@@ -323,12 +322,12 @@ func TestStandingXIDDrainsUntilCleared(t *testing.T) {
 // stands.
 func TestHealthFullSpoolStillDrains(t *testing.T) {
 	n := newStandingNode(t)
-	mnt := fullDisk(t)
+	mnt := fulldisk.Mount(t)
 	n.spool = filepath.Join(mnt, "spool")
 	if h := n.health(nil); h.code != 0 {
 		t.Fatalf("healthy: exit %d %q", h.code, h.fatal())
 	}
-	filler := fill(t, mnt)
+	filler := fulldisk.Fill(t, mnt)
 	n.kernel(xidLine("18:00", 79, "GPU has fallen off the bus."))
 	code, _, stderr := n.healthRaw(nil)
 	if st, reason := n.slurm.node(); code == 0 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79") {
@@ -501,51 +500,6 @@ func TestKernelLogLossCounted(t *testing.T) {
 	if v := promSample(n.prom("gpuprep-epilog.prom"), `gpuprep_kmsg_lost_records_total{hook="epilog"`); v != "4" {
 		t.Errorf("the epilog counted %q lost records, want 4:\n%s", v, n.prom("gpuprep-epilog.prom"))
 	}
-}
-
-// fullDisk mounts a 256 KiB tmpfs (root only) and returns it, unmounted at
-// cleanup (lib/state's enospc_test.go does the same).
-func fullDisk(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount tmpfs: %v %s", err, out)
-		}
-		t.Skipf("mount tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", mnt, err, out)
-		}
-	})
-	return mnt
-}
-
-// fill fills dir's file system to the last byte and returns the filler.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "filler")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for _, size := range []int{4096, 1} { // pages, then any last bytes
-		for {
-			if _, err := f.Write(buf[:size]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
-	}
-	return p
 }
 
 // promSample is the value of the first sample whose line starts with

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/srunconf"
@@ -76,7 +74,7 @@ func (h TopoHead) Partial() bool { return int64(h.Checked) < h.Size }
 // CheckTopoFile, without p in front (*NotRegularError aside): the caller
 // names the file.
 func ProbeTopoFile(r host.Root, p string, max int) (TopoHead, error) {
-	b, fi, err := readHead(r.Path(p), max)
+	b, fi, err := host.ReadHead(r.Path(p), max)
 	if err != nil {
 		err = openError(p, fi, err)
 		if nr := (*NotRegularError)(nil); errors.As(err, &nr) {
@@ -87,29 +85,6 @@ func ProbeTopoFile(r host.Root, p string, max int) (TopoHead, error) {
 	h := TopoHead{Size: fi.Size(), Checked: len(b)}
 	_, err = parseTopo("", b, h.Partial())
 	return h, err
-}
-
-// readHead opens path without blocking (a FIFO never makes it wait),
-// checks with fstat that it is a regular file (host.ErrNotRegular, with
-// fi, otherwise) and reads at most max bytes of it.
-func readHead(path string, max int) (b []byte, fi fs.FileInfo, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fi, &fs.PathError{Op: "read", Path: path, Err: host.ErrNotRegular}
-	}
-	b = make([]byte, min(int64(max), fi.Size()+1))
-	n, err := io.ReadFull(f, b)
-	if err == io.ErrUnexpectedEOF || err == io.EOF {
-		err = nil // shorter than its size said (a file being written)
-	}
-	return b[:n], fi, err
 }
 
 // openError is the error for a topology file that could not be opened or

@@ -3,57 +3,18 @@ package state
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"gpuprep/internal/fulldisk"
 )
-
-// fullDisk mounts a 256 KiB tmpfs (root only) and returns it, unmounted at
-// cleanup; fill fills it to the last byte.
-func fullDisk(t *testing.T) string {
-	t.Helper()
-	requireRoot(t)
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount tmpfs: %v %s", err, out)
-		}
-		t.Skipf("mount tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", mnt, err, out)
-		}
-	})
-	return mnt
-}
-
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for _, size := range []int{4096, 1} { // pages, then any last bytes
-		for {
-			if _, err := f.Write(buf[:size]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
-	}
-}
 
 // TestWriteJSONFullDisk: on a full disk WriteJSON fails with ENOSPC, the old
 // content is still there, and no temporary file is left.
 func TestWriteJSONFullDisk(t *testing.T) {
-	mnt := fullDisk(t)
+	mnt := fulldisk.Mount(t)
 	sp, err := Open(filepath.Join(mnt, "spool"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +27,7 @@ func TestWriteJSONFullDisk(t *testing.T) {
 	if err := sp.AppendLine("drift.jsonl", []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	fill(t, mnt)
+	fulldisk.Fill(t, mnt)
 
 	err = sp.WriteJSON("baseline.json", baseline{strings.Repeat("x", 10000), 1})
 	if !errors.Is(err, syscall.ENOSPC) {
