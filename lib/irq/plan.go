@@ -81,22 +81,45 @@ func (p Plan) Changes() []Placement {
 // other movable IRQ already off them kept where it is (placed all the
 // same: irqbalance bans what is placed).
 func Place(in Input) Plan {
+	cur := currentAffinities(in.IRQs)
+	claims := claimsByIRQ(in.Devices)
+	var plan Plan
+	fallback := placeDeviceIRQs(&plan, claims, cur, in.Housekeeping)
+	placeOtherIRQs(&plan, claims, cur, fallback, in)
+	slices.SortFunc(plan.Placements, func(a, b Placement) int { return a.IRQ - b.IRQ })
+	slices.SortFunc(plan.Skipped, func(a, b Skip) int { return a.IRQ - b.IRQ })
+	return plan
+}
+
+// currentAffinities indexes the IRQs read by number; of an IRQ given
+// twice, the last counts.
+func currentAffinities(as []Affinity) map[int]Affinity {
 	cur := map[int]Affinity{}
-	for _, a := range in.IRQs {
+	for _, a := range as {
 		cur[a.IRQ] = a
 	}
+	return cur
+}
+
+// claimsByIRQ lists, for each IRQ, the devices that claim it, each device
+// once.
+func claimsByIRQ(devices []DeviceIRQs) map[int][]DeviceIRQs {
 	claims := map[int][]DeviceIRQs{}
-	for _, d := range in.Devices {
+	for _, d := range devices {
 		for _, n := range d.IRQs {
 			if !slices.ContainsFunc(claims[n], func(o DeviceIRQs) bool { return o.BusID == d.BusID }) {
 				claims[n] = append(claims[n], d)
 			}
 		}
 	}
-	var plan Plan
-	hk := !in.Housekeeping.IsEmpty()
-	// fallback lists device IRQs that could not be placed by node, with
-	// why: the rule for other IRQs decides them.
+	return claims
+}
+
+// placeDeviceIRQs adds to plan each device IRQ placed on its NUMA node, or
+// skipped where it is not in use or read-only. It returns the device IRQs
+// that could not be placed by node, with why: the rule for other IRQs
+// decides them.
+func placeDeviceIRQs(plan *Plan, claims map[int][]DeviceIRQs, cur map[int]Affinity, hk cpuset.Set) map[int]string {
 	fallback := map[int]string{}
 	for _, n := range sortedKeys(claims) {
 		devs := claims[n]
@@ -108,7 +131,7 @@ func Place(in Input) Plan {
 		case a.ReadOnly:
 			plan.Skipped = append(plan.Skipped, Skip{n, dev, readOnlyReason})
 		default:
-			to, why, ok := nodeTarget(devs, in.Housekeeping)
+			to, why, ok := nodeTarget(devs, hk)
 			if !ok {
 				fallback[n] = why
 				continue
@@ -116,6 +139,12 @@ func Place(in Input) Plan {
 			plan.Placements = append(plan.Placements, Placement{IRQ: n, From: a.CPUs, To: to, Device: dev, Reason: why})
 		}
 	}
+	return fallback
+}
+
+// placeOtherIRQs adds to plan each IRQ no device claims, and each device
+// IRQ in fallback, by the rule for other IRQs.
+func placeOtherIRQs(plan *Plan, claims map[int][]DeviceIRQs, cur map[int]Affinity, fallback map[int]string, in Input) {
 	for _, n := range sortedKeys(cur) {
 		a := cur[n]
 		_, claimed := claims[a.IRQ]
@@ -127,39 +156,45 @@ func Place(in Input) Plan {
 		if fell {
 			dev = busIDs(claims[a.IRQ])
 		}
-		onJob := a.CPUs.Intersection(in.JobCPUs)
-		switch {
-		case hk && onJob.IsEmpty() && !in.JobCPUs.IsEmpty() && !a.ReadOnly:
-			// Already off the job's CPUs: kept where it is, but placed
-			// all the same, so that irqbalance, which bans what gpuprep
-			// places, does not move it onto them at its next rescan.
-			reason := "off the job's CPUs already: kept on " + a.CPUs.String()
-			if fell {
-				reason = why + "; " + reason
-			}
-			plan.Placements = append(plan.Placements, Placement{IRQ: a.IRQ, From: a.CPUs, To: a.CPUs, Device: dev, Reason: reason})
-		case !hk || onJob.IsEmpty():
-			if fell {
-				if hk {
-					why += "; not on the job's CPUs"
-				} else {
-					why += "; no housekeeping CPUs to move it to"
-				}
-				plan.Skipped = append(plan.Skipped, Skip{a.IRQ, dev, why})
-			}
-		case a.ReadOnly:
-			plan.Skipped = append(plan.Skipped, Skip{a.IRQ, dev, readOnlyReason})
-		default:
-			reason := "on the job's CPUs " + onJob.String() + ": to the housekeeping CPUs"
-			if fell {
-				reason = why + "; " + reason
-			}
-			plan.Placements = append(plan.Placements, Placement{IRQ: a.IRQ, From: a.CPUs, To: in.Housekeeping, Device: dev, Reason: reason})
-		}
+		placeOtherIRQ(plan, a, dev, why, fell, in)
 	}
-	slices.SortFunc(plan.Placements, func(a, b Placement) int { return a.IRQ - b.IRQ })
-	slices.SortFunc(plan.Skipped, func(a, b Skip) int { return a.IRQ - b.IRQ })
-	return plan
+}
+
+// placeOtherIRQ applies the rule for other IRQs to one IRQ: with
+// housekeeping CPUs set, off the job's CPUs onto them, or kept where it is
+// when already off them. fell says it is a device IRQ not placed by node,
+// for the reason why, and dev names its devices.
+func placeOtherIRQ(plan *Plan, a Affinity, dev, why string, fell bool, in Input) {
+	hk := !in.Housekeeping.IsEmpty()
+	onJob := a.CPUs.Intersection(in.JobCPUs)
+	switch {
+	case hk && onJob.IsEmpty() && !in.JobCPUs.IsEmpty() && !a.ReadOnly:
+		// Already off the job's CPUs: kept where it is, but placed
+		// all the same, so that irqbalance, which bans what gpuprep
+		// places, does not move it onto them at its next rescan.
+		reason := "off the job's CPUs already: kept on " + a.CPUs.String()
+		if fell {
+			reason = why + "; " + reason
+		}
+		plan.Placements = append(plan.Placements, Placement{IRQ: a.IRQ, From: a.CPUs, To: a.CPUs, Device: dev, Reason: reason})
+	case !hk || onJob.IsEmpty():
+		if fell {
+			if hk {
+				why += "; not on the job's CPUs"
+			} else {
+				why += "; no housekeeping CPUs to move it to"
+			}
+			plan.Skipped = append(plan.Skipped, Skip{a.IRQ, dev, why})
+		}
+	case a.ReadOnly:
+		plan.Skipped = append(plan.Skipped, Skip{a.IRQ, dev, readOnlyReason})
+	default:
+		reason := "on the job's CPUs " + onJob.String() + ": to the housekeeping CPUs"
+		if fell {
+			reason = why + "; " + reason
+		}
+		plan.Placements = append(plan.Placements, Placement{IRQ: a.IRQ, From: a.CPUs, To: in.Housekeeping, Device: dev, Reason: reason})
+	}
 }
 
 // readOnlyReason is why an IRQ with a read-only smp_affinity_list stays.
