@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+
+	"github.com/spf13/pflag"
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
 	"gpuprep/lib/plural"
@@ -31,6 +35,9 @@ node's NodeName= line in slurm.conf with what slurmd will register: exit 0
 when they match, 1 on a mismatch, 2 when FILE cannot be read or parsed. Any output exits 1 when NVIDIA GPUs
 are on the PCI bus but the GPU backend lists none (driver not loaded).`
 
+// prog is the command's name in its messages.
+const prog = "gpuprep-gres"
+
 // Main is gpuprep-gres: it prints the node's gres.conf (GPUs and MIG devices
 // with Slurm core ids and NVLink counts), its slurm.conf node line, a table
 // or JSON, from the detected topology, or checks an existing gres.conf
@@ -38,37 +45,23 @@ are on the PCI bus but the GPU backend lists none (driver not loaded).`
 // matches), 1 a --check mismatch or a node problem (NVIDIA GPUs on the PCI
 // bus that the GPU backend does not list), 2 bad input.
 func Main(e cli.Env) int {
-	const prog = "gpuprep-gres"
 	stdout, stderr := e.Stdout, e.Stderr
 	var f flags
-	fs := f.flagSet(stderr)
-	if done, code := cli.Parse(fs, &f.common, e.Args, stdout); done {
+	set := f.flagSet(stderr)
+	if done, code := cli.Parse(set, &f.common, e.Args, stdout); done {
 		return code
 	}
-	c, format, check, nodeName, slurmConf, numaAsSocket, nodeNameLines := f.common, f.format, f.check, f.nodeName, f.slurmConf, f.numaAsSocket, f.nodeNameLines
-	if fs.NArg() > 0 {
-		return cli.Fail(stderr, prog, cli.ExitBadInput, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0)))
+	c := f.common
+	if err := checkUsage(set, f.format); err != nil {
+		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
-	if format != "gres" && format != "slurm" && format != "table" && format != "json" {
-		return cli.Fail(stderr, prog, cli.ExitBadInput, fmt.Errorf("--format %q: want gres, slurm, table or json", format))
-	}
-	cfg, err := c.LoadConfig()
+	cfg, log, err := loadConfig(&c, stderr)
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
-	log, err := c.Logger(stderr, cfg)
+	conf, err := loadCheckFile(f.check)
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
-	}
-	var conf *slurm.GresConf
-	if check != "" {
-		data, err := readGresConf(check)
-		if err != nil {
-			return cli.Fail(stderr, prog, cli.ExitBadInput, err)
-		}
-		if conf, err = slurm.ParseGresConf(check, data); err != nil {
-			return cli.Fail(stderr, prog, cli.ExitBadInput, err)
-		}
 	}
 	backend, err := c.OpenGPU(cfg)
 	if err != nil {
@@ -76,27 +69,12 @@ func Main(e cli.Env) int {
 	}
 	defer backend.Close()
 	log.Debug("gpu backend", "name", backend.Name())
-	node, err := topo.Discover(c.HostRoot(), backend, topo.Options{NICs: (format == "table" || format == "json") && check == ""})
+	node, code, err := discoverNode(&c, backend, f.format, f.check)
 	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+		return cli.Fail(stderr, prog, code, err)
 	}
-	if len(node.GPUs) == 0 {
-		if err := gpusUnseen(c.HostRoot(), backend.Name()); err != nil {
-			return cli.Fail(stderr, prog, cli.ExitMismatch, err)
-		}
-	}
-	numaFlag := config.Tristate("") // not given: the config's, "auto" by default
-	if fs.Changed("numa-as-socket") {
-		numaFlag = config.False
-		if numaAsSocket {
-			numaFlag = config.True
-		}
-	}
-	opt := gresgen.OptionsFromConfig(cfg, numaFlag, nodeName)
-	opt.NodeNameLines = nodeNameLines
-	// What slurmd will count as sockets: the default follows it, an
-	// explicit choice is held against it.
-	if opt.Slurmd, err = gresgen.ReadSlurmdView(c.HostRoot(), e.Getenv("SLURM_CONF"), slurmConf); err != nil {
+	opt, err := planOptions(e, &f, set, cfg)
+	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	log.Debug("slurmd sockets", "view", opt.Slurmd.Sockets, "conf", opt.Slurmd.Conf, "where", opt.Slurmd.Where)
@@ -105,36 +83,117 @@ func Main(e cli.Env) int {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	if conf != nil {
-		return report(stdout, check, gresgen.Check(node, res, conf, opt), c.JSON)
+		return report(stdout, f.check, gresgen.Check(node, res, conf, opt), c.JSON)
 	}
 	if res.LinksUnknown {
-		spec, by := backendChoice(c.GPUBackend, cfg)
-		if w, ok := linksWarning(spec, by, backend, c.HostRoot()); ok {
-			res.Warnings = append(res.Warnings, w)
+		addLinksWarning(res, &c, cfg, backend)
+	}
+	if err := output(stdout, stderr, f.format, c.JSON, node, res); err != nil {
+		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
+	}
+	return cli.ExitOK
+}
+
+// checkUsage rejects positional arguments and an unknown --format.
+func checkUsage(set *pflag.FlagSet, format string) error {
+	if set.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see -h)", set.Arg(0))
+	}
+	if format != "gres" && format != "slurm" && format != "table" && format != "json" {
+		return fmt.Errorf("--format %q: want gres, slurm, table or json", format)
+	}
+	return nil
+}
+
+// loadConfig loads the config and makes the logger (to stderr) it asks for.
+func loadConfig(c *cli.Common, stderr io.Writer) (*config.Config, *slog.Logger, error) {
+	cfg, err := c.LoadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := c.Logger(stderr, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, log, nil
+}
+
+// loadCheckFile reads and parses --check's gres.conf; nil without --check.
+func loadCheckFile(check string) (*slurm.GresConf, error) {
+	if check == "" {
+		return nil, nil
+	}
+	data, err := readGresConf(check)
+	if err != nil {
+		return nil, err
+	}
+	return slurm.ParseGresConf(check, data)
+}
+
+// discoverNode detects the node's topology (NICs only for a table or JSON
+// without --check). On error it also returns the exit code: bad input, or a
+// mismatch when NVIDIA GPUs are on the bus but the backend lists none.
+func discoverNode(c *cli.Common, backend gpu.Backend, format, check string) (*topo.Node, int, error) {
+	node, err := topo.Discover(c.HostRoot(), backend, topo.Options{NICs: (format == "table" || format == "json") && check == ""})
+	if err != nil {
+		return nil, cli.ExitBadInput, err
+	}
+	if len(node.GPUs) == 0 {
+		if err := gpusUnseen(c.HostRoot(), backend.Name()); err != nil {
+			return nil, cli.ExitMismatch, err
 		}
 	}
+	return node, cli.ExitOK, nil
+}
+
+// planOptions builds gresgen's options from the config and flags, with what
+// slurmd will count as sockets: the default follows it, an explicit choice
+// is held against it.
+func planOptions(e cli.Env, f *flags, set *pflag.FlagSet, cfg *config.Config) (gresgen.Options, error) {
+	numaFlag := config.Tristate("") // not given: the config's, "auto" by default
+	if set.Changed("numa-as-socket") {
+		numaFlag = config.False
+		if f.numaAsSocket {
+			numaFlag = config.True
+		}
+	}
+	opt := gresgen.OptionsFromConfig(cfg, numaFlag, f.nodeName)
+	opt.NodeNameLines = f.nodeNameLines
+	var err error
+	opt.Slurmd, err = gresgen.ReadSlurmdView(f.common.HostRoot(), e.Getenv("SLURM_CONF"), f.slurmConf)
+	return opt, err
+}
+
+// addLinksWarning adds to res the warning for NVLink counts the GPU backend
+// could not give, where the backend choice explains it.
+func addLinksWarning(res *gresgen.Result, c *cli.Common, cfg *config.Config, backend gpu.Backend) {
+	spec, by := backendChoice(c.GPUBackend, cfg)
+	if w, ok := linksWarning(spec, by, backend, c.HostRoot()); ok {
+		res.Warnings = append(res.Warnings, w)
+	}
+}
+
+// output prints res's warnings to stderr (not for a table, which shows
+// them) and res in format (JSON with --json) to stdout.
+func output(stdout, stderr io.Writer, format string, asJSON bool, node *topo.Node, res *gresgen.Result) error {
 	if format != "table" {
 		for _, w := range res.Warnings {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, w)
 		}
 	}
-	if c.JSON {
+	if asJSON {
 		format = "json"
 	}
 	switch format {
 	case "slurm":
-		err = gresgen.WriteNodeLine(stdout, res)
+		return gresgen.WriteNodeLine(stdout, res)
 	case "table":
-		err = gresgen.WriteTable(stdout, node, res)
+		return gresgen.WriteTable(stdout, node, res)
 	case "json":
-		err = gresgen.WriteJSON(stdout, node, res)
+		return gresgen.WriteJSON(stdout, node, res)
 	default:
-		err = gresgen.WriteGres(stdout, node, res, prog+" "+cmdenv.Version)
+		return gresgen.WriteGres(stdout, node, res, prog+" "+cmdenv.Version)
 	}
-	if err != nil {
-		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
-	}
-	return cli.ExitOK
 }
 
 // report prints the differences --check found and picks the exit code.

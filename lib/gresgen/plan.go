@@ -17,13 +17,7 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 		opt.Name = "gpu"
 	}
 	res := &Result{nodeNameLines: opt.NodeNameLines}
-	view := opt.Sockets
-	if view == "" && opt.Slurmd != nil {
-		view = opt.Slurmd.Sockets
-	}
-	if view == "" {
-		view = SocketsReal
-	}
+	view := socketView(opt)
 	sockets := socketSets(node, view)
 	if opt.Slurmd != nil && opt.Slurmd.Problem != "" {
 		res.Warnings = append(res.Warnings, Warning{
@@ -31,60 +25,12 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 			Fix: "fix slurm.conf, or give the file with --slurm-conf, or choose with --numa-as-socket[=false]",
 		})
 	}
-	gpus := append([]topo.GPU(nil), node.GPUs...)
-	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].BusID < gpus[j].BusID })
-
-	anyMIG := false
-	for _, g := range gpus {
-		if g.MIG.Current {
-			anyMIG = true
-		}
-	}
-	linksKnown := !anyMIG
-	for _, g := range gpus {
-		if g.NVLinks == nil || len(g.NVLinks) != len(gpus) {
-			linksKnown = false
-		}
-	}
+	gpus := inBusOrder(node.GPUs)
+	anyMIG := anyInMIG(gpus)
+	linksKnown := !anyMIG && linksComplete(gpus)
 	res.LinksUnknown = !anyMIG && !linksKnown && len(gpus) > 1
 	for pos, g := range gpus {
-		gtype := TypeFor(g.Name, opt.TypeNames)
-		file := fmt.Sprintf("/dev/nvidia%d", g.Minor)
-		if !g.MIG.Current {
-			d := Device{Name: opt.Name, Type: gtype, File: file, Cores: g.Cores, GPUIndex: g.Index, BusID: g.BusID}
-			if linksKnown {
-				d.Links = linksInFileOrder(g, gpus, pos)
-			}
-			res.Devices = append(res.Devices, d)
-			continue
-		}
-		if len(g.MIG.Devices) == 0 {
-			res.Warnings = append(res.Warnings, Warning{
-				Msg: fmt.Sprintf("GPU %d (%s) is in MIG mode with no MIG devices: Slurm gets nothing from it", g.Index, g.BusID),
-				Fix: "create the MIG instances (nvidia-smi mig -cgi ... -C) or disable MIG mode",
-			})
-		}
-		for _, m := range g.MIG.Devices {
-			profile := m.Profile
-			if profile == "" {
-				profile = "mig"
-				res.Warnings = append(res.Warnings, Warning{
-					Msg: fmt.Sprintf("GPU %d MIG device gi%d/ci%d: profile unknown without NVML", g.Index, m.GI, m.CI),
-					Fix: "run with --gpu-backend nvml (or auto on a node with the driver)",
-				})
-			}
-			res.Devices = append(res.Devices, Device{
-				Name: opt.Name,
-				Type: migType(g.Name, profile, opt.TypeNames),
-				MultipleFiles: []string{file,
-					fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m.GICapMinor),
-					fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m.CICapMinor)},
-				Cores:    g.Cores,
-				GPUIndex: g.Index,
-				BusID:    g.BusID,
-				MIG:      fmt.Sprintf("gi%d/ci%d", m.GI, m.CI),
-			})
-		}
+		res.addGPU(g, gpus, pos, linksKnown, opt)
 	}
 	if anyMIG && len(gpus) > 1 {
 		res.Warnings = append(res.Warnings, Warning{
@@ -93,24 +39,124 @@ func Plan(node *topo.Node, opt Options) (*Result, error) {
 	}
 	res.Warnings = append(res.Warnings, alignmentWarnings(node, gpus, view, sockets, opt)...)
 	res.MPS, res.Warnings = planMPS(gpus, opt, res.Warnings)
-	res.Node = nodeLine(node, res.Devices, res.MPS, opt, len(sockets))
-	res.registered = res.Node
-	if opt.Slurmd != nil && opt.Slurmd.Sockets != "" && opt.Slurmd.Sockets != view {
-		res.registered = nodeLine(node, res.Devices, res.MPS, opt, len(socketSets(node, opt.Slurmd.Sockets)))
-	}
+	res.planNodeLines(node, view, sockets, opt)
 	res.Warnings = append(res.Warnings, res.describeSockets(node, view, sockets, opt)...)
-	if opt.Housekeeping != "" {
-		ids, err := cpuSpecList(node, isolate.Spec(opt.Housekeeping))
-		if err != nil {
-			res.Warnings = append(res.Warnings, Warning{
-				Msg: fmt.Sprintf("CpuSpecList= left out: housekeeping_cpus %q: %v", opt.Housekeeping, err),
-				Fix: "set housekeeping_cpus in the default profile to CPUs this node has",
-			})
-		} else {
-			res.Node.CpuSpecList, res.Node.HousekeepingCPUs = ids, osCPUsOfSpec(node, ids)
+	res.addCPUSpec(node, opt)
+	return res, nil
+}
+
+// socketView is what the node line counts as sockets: the flag or setting's
+// choice, else what slurmd will count, else real sockets.
+func socketView(opt Options) SocketView {
+	view := opt.Sockets
+	if view == "" && opt.Slurmd != nil {
+		view = opt.Slurmd.Sockets
+	}
+	if view == "" {
+		view = SocketsReal
+	}
+	return view
+}
+
+// inBusOrder returns a copy of gpus sorted by PCI bus id.
+func inBusOrder(gpus []topo.GPU) []topo.GPU {
+	out := append([]topo.GPU(nil), gpus...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].BusID < out[j].BusID })
+	return out
+}
+
+// anyInMIG says whether any of gpus is in MIG mode.
+func anyInMIG(gpus []topo.GPU) bool {
+	for _, g := range gpus {
+		if g.MIG.Current {
+			return true
 		}
 	}
-	return res, nil
+	return false
+}
+
+// linksComplete says whether every GPU has an NVLink count for each of gpus.
+func linksComplete(gpus []topo.GPU) bool {
+	for _, g := range gpus {
+		if g.NVLinks == nil || len(g.NVLinks) != len(gpus) {
+			return false
+		}
+	}
+	return true
+}
+
+// addGPU appends the records of g, at position pos of gpus: one for the
+// whole GPU (with Links= when linksKnown), or one per MIG device.
+func (r *Result) addGPU(g topo.GPU, gpus []topo.GPU, pos int, linksKnown bool, opt Options) {
+	file := fmt.Sprintf("/dev/nvidia%d", g.Minor)
+	if !g.MIG.Current {
+		d := Device{Name: opt.Name, Type: TypeFor(g.Name, opt.TypeNames), File: file, Cores: g.Cores, GPUIndex: g.Index, BusID: g.BusID}
+		if linksKnown {
+			d.Links = linksInFileOrder(g, gpus, pos)
+		}
+		r.Devices = append(r.Devices, d)
+		return
+	}
+	r.addMIGDevices(g, file, opt)
+}
+
+// addMIGDevices appends a record per MIG device of g (file its device
+// node), warning when it has none or a device's profile is unknown.
+func (r *Result) addMIGDevices(g topo.GPU, file string, opt Options) {
+	if len(g.MIG.Devices) == 0 {
+		r.Warnings = append(r.Warnings, Warning{
+			Msg: fmt.Sprintf("GPU %d (%s) is in MIG mode with no MIG devices: Slurm gets nothing from it", g.Index, g.BusID),
+			Fix: "create the MIG instances (nvidia-smi mig -cgi ... -C) or disable MIG mode",
+		})
+	}
+	for _, m := range g.MIG.Devices {
+		profile := m.Profile
+		if profile == "" {
+			profile = "mig"
+			r.Warnings = append(r.Warnings, Warning{
+				Msg: fmt.Sprintf("GPU %d MIG device gi%d/ci%d: profile unknown without NVML", g.Index, m.GI, m.CI),
+				Fix: "run with --gpu-backend nvml (or auto on a node with the driver)",
+			})
+		}
+		r.Devices = append(r.Devices, Device{
+			Name: opt.Name,
+			Type: migType(g.Name, profile, opt.TypeNames),
+			MultipleFiles: []string{file,
+				fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m.GICapMinor),
+				fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m.CICapMinor)},
+			Cores:    g.Cores,
+			GPUIndex: g.Index,
+			BusID:    g.BusID,
+			MIG:      fmt.Sprintf("gi%d/ci%d", m.GI, m.CI),
+		})
+	}
+}
+
+// planNodeLines sets the node line (sockets counted as view) and the line
+// slurmd will register, which differs when slurmd counts sockets otherwise.
+func (r *Result) planNodeLines(node *topo.Node, view SocketView, sockets []cpuset.Set, opt Options) {
+	r.Node = nodeLine(node, r.Devices, r.MPS, opt, len(sockets))
+	r.registered = r.Node
+	if opt.Slurmd != nil && opt.Slurmd.Sockets != "" && opt.Slurmd.Sockets != view {
+		r.registered = nodeLine(node, r.Devices, r.MPS, opt, len(socketSets(node, opt.Slurmd.Sockets)))
+	}
+}
+
+// addCPUSpec sets the node line's CpuSpecList= from the housekeeping CPUs,
+// or warns why it is left out.
+func (r *Result) addCPUSpec(node *topo.Node, opt Options) {
+	if opt.Housekeeping == "" {
+		return
+	}
+	ids, err := cpuSpecList(node, isolate.Spec(opt.Housekeeping))
+	if err != nil {
+		r.Warnings = append(r.Warnings, Warning{
+			Msg: fmt.Sprintf("CpuSpecList= left out: housekeeping_cpus %q: %v", opt.Housekeeping, err),
+			Fix: "set housekeeping_cpus in the default profile to CPUs this node has",
+		})
+		return
+	}
+	r.Node.CpuSpecList, r.Node.HousekeepingCPUs = ids, osCPUsOfSpec(node, ids)
 }
 
 // migType names a MIG device: the short name configured for the full MIG
