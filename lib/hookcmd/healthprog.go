@@ -16,6 +16,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
+	"gpuprep/lib/host"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -159,60 +160,25 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
 	}
-	dir := f.stateDir
-	if dir == "" {
-		dir = cfg.General.StateDir
-	}
-	open := state.Open
-	if f.dryRun {
-		open = state.OpenReadOnly
-	}
-	sp, err := open(dir)
-	if err != nil {
+	sp, release, err := openHealthSpool(f, cfg)
+	if errors.Is(err, state.ErrLocked) {
+		log.Info("another gpuprep-health is running; this one stops", "lock", err)
+		return cli.ExitOK
+	} else if err != nil {
 		return fail(cli.ExitMismatch, err)
 	}
 	defer sp.Close()
-	if !f.dryRun {
-		release, err := sp.TryLock(HealthCheckLock)
-		if errors.Is(err, state.ErrLocked) {
-			log.Info("another gpuprep-health is running; this one stops", "lock", err)
-			return cli.ExitOK
-		} else if err != nil {
-			return fail(cli.ExitMismatch, err)
-		}
-		defer release()
-	}
-	node := nodeName(f.node, getenv)
-	run := &healthRun{Node: node}
-
+	defer release()
+	run := &healthRun{Node: nodeName(f.node, getenv)}
 	// Slurm is asked, and the external check run, before the node lock is
 	// taken, and the node drained or resumed after it is released: a job's
 	// prolog never waits for slurmctld or a diagnostic on gpuprep-health's
 	// account.
-	var ns slurm.NodeState
-	nsErr := errNoDrain
-	if !f.noDrain {
-		sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
-		ns, nsErr = slurmCtl.show(sctx, node)
-		cancel()
-	}
-	switch {
-	case f.noDrain:
-	case nsErr != nil:
-		log.Warn("node state unknown: no drain or resume decision rests on it", "node", node, "err", nsErr)
-	default:
-		run.NodeState, run.Reason = ns.State, ns.Reason
-	}
-	jobs, err := hook.JobsHeld(sp)
+	ns, nsErr := askSlurm(ctx, f, run, log)
+	extra, err := idleChecks(ctx, f, cfg, sp, run, ns, nsErr)
 	if err != nil {
 		return fail(cli.ExitMismatch, err)
 	}
-	run.Idle = len(jobs) == 0 && (nsErr != nil || !ns.Busy())
-	var extra []health.Result
-	if run.Idle && !f.dryRun {
-		extra = health.External(ctx, cfg.Health)
-	}
-
 	backend, err := f.common.OpenGPU(cfg)
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
@@ -229,29 +195,12 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 		run.StateError = saveErr.Error()
 		log.Error("health state not saved: this run decides and acts all the same; the next run reads the same kernel log records again", "err", saveErr)
 	}
-	if up, err := health.Uptime(root); err != nil {
-		log.Debug("uptime unknown: no boot grace", "err", err)
-	} else if left := cfg.Health.BootGrace - up; left > 0 {
-		health.ApplyBootGrace(rep, left)
-		run.GraceLeft = left.Seconds()
-	}
+	bootGrace(root, cfg, rep, run, log)
 	run.Health = rep
-	run.Decision = health.Decide(rep, ns, nsErr == nil)
-	if f.noDrain {
-		run.Decision = health.Decision{Action: health.Nothing, Why: "--no-drain: the caller drains and resumes"}
-	}
+	decideAndAct(ctx, f, run, ns, nsErr, log)
 	if !f.dryRun {
-		if !f.noDrain {
-			run.Done = act(ctx, node, run.Decision, log)
-		}
-		drained := nsErr == nil && ns.Drained() && health.OwnsDrain(ns.Reason)
-		switch {
-		case run.Done && run.Decision.Action == health.Drain:
-			drained = true
-		case run.Done && run.Decision.Action == health.Resume:
-			drained = false
-		}
-		recordHealthMetrics(root, cfg, sp, rep, nodeDrained(nsErr == nil || run.Done, drained), saveErr == nil, time.Since(started), log)
+		drained := nodeDrained(nsErr == nil || run.Done, drainedAfter(run, ns, nsErr))
+		recordHealthMetrics(root, cfg, sp, rep, drained, saveErr == nil, time.Since(started), log)
 	}
 	logHealth(log, run)
 	if f.common.JSON {
@@ -266,6 +215,102 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 		return cli.ExitMismatch
 	}
 	return cli.ExitOK
+}
+
+// openHealthSpool opens the spool (read-only for --dry-run) and, unless
+// --dry-run, takes HealthCheckLock: state.ErrLocked when another
+// gpuprep-health holds it. release frees the lock (a no-op otherwise).
+func openHealthSpool(f *healthFlags, cfg *config.Config) (sp *state.Spool, release func() error, err error) {
+	dir := f.stateDir
+	if dir == "" {
+		dir = cfg.General.StateDir
+	}
+	open := state.Open
+	if f.dryRun {
+		open = state.OpenReadOnly
+	}
+	if sp, err = open(dir); err != nil {
+		return nil, nil, err
+	}
+	if f.dryRun {
+		return sp, func() error { return nil }, nil
+	}
+	if release, err = sp.TryLock(HealthCheckLock); err != nil {
+		sp.Close()
+		return nil, nil, err
+	}
+	return sp, release, nil
+}
+
+// askSlurm reads the node's state with scontrol (not under --no-drain),
+// within scontrolTimeout, and puts it in run; nsErr says why it is not
+// known.
+func askSlurm(ctx context.Context, f *healthFlags, run *healthRun, log *slog.Logger) (ns slurm.NodeState, nsErr error) {
+	if f.noDrain {
+		return ns, errNoDrain
+	}
+	sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
+	ns, nsErr = slurmCtl.show(sctx, run.Node)
+	cancel()
+	if nsErr != nil {
+		log.Warn("node state unknown: no drain or resume decision rests on it", "node", run.Node, "err", nsErr)
+		return ns, nsErr
+	}
+	run.NodeState, run.Reason = ns.State, ns.Reason
+	return ns, nil
+}
+
+// idleChecks says whether the node is idle (no job holds gpuprep's
+// settings, and Slurm does not list it busy) and, when it is (and not
+// --dry-run), runs [health] external_command.
+func idleChecks(ctx context.Context, f *healthFlags, cfg *config.Config, sp *state.Spool, run *healthRun, ns slurm.NodeState, nsErr error) ([]health.Result, error) {
+	jobs, err := hook.JobsHeld(sp)
+	if err != nil {
+		return nil, err
+	}
+	run.Idle = len(jobs) == 0 && (nsErr != nil || !ns.Busy())
+	if run.Idle && !f.dryRun {
+		return health.External(ctx, cfg.Health), nil
+	}
+	return nil, nil
+}
+
+// bootGrace turns the failures of checks that wait for daemons into
+// warnings for [health] boot_grace after boot (/proc/uptime).
+func bootGrace(root host.Root, cfg *config.Config, rep *health.Report, run *healthRun, log *slog.Logger) {
+	up, err := health.Uptime(root)
+	if err != nil {
+		log.Debug("uptime unknown: no boot grace", "err", err)
+		return
+	}
+	if left := cfg.Health.BootGrace - up; left > 0 {
+		health.ApplyBootGrace(rep, left)
+		run.GraceLeft = left.Seconds()
+	}
+}
+
+// decideAndAct decides what to do to the node and, unless --dry-run or
+// --no-drain, does it with scontrol.
+func decideAndAct(ctx context.Context, f *healthFlags, run *healthRun, ns slurm.NodeState, nsErr error, log *slog.Logger) {
+	run.Decision = health.Decide(run.Health, ns, nsErr == nil)
+	if f.noDrain {
+		run.Decision = health.Decision{Action: health.Nothing, Why: "--no-drain: the caller drains and resumes"}
+	}
+	if !f.dryRun && !f.noDrain {
+		run.Done = act(ctx, run.Node, run.Decision, log)
+	}
+}
+
+// drainedAfter says whether gpuprep's drain is on the node once run's
+// decision was carried out.
+func drainedAfter(run *healthRun, ns slurm.NodeState, nsErr error) bool {
+	switch {
+	case run.Done && run.Decision.Action == health.Drain:
+		return true
+	case run.Done && run.Decision.Action == health.Resume:
+		return false
+	}
+	return nsErr == nil && ns.Drained() && health.OwnsDrain(ns.Reason)
 }
 
 // errNoDrain is the node state's "error" under --no-drain: not asked.
