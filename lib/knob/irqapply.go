@@ -51,39 +51,15 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 		return fmt.Errorf("%s: looking for irqbalance: %w", k.id, err)
 	}
 	if len(want) > 0 {
-		for _, b := range balancers {
-			if !k.bansPlaced(b) {
-				return fmt.Errorf("%s: %w (pid %d, %s): it would move the IRQs gpuprep places; add --policyscript=%s to its arguments "+
-					"(IRQBALANCE_ARGS in /etc/default/irqbalance, or /etc/sysconfig/irqbalance) and restart it",
-					k.id, ErrIrqbalanceUnaware, b.PID, policyShown(b), k.installedScript())
-			}
+		if err := k.requirePolicyScript(balancers); err != nil {
+			return err
 		}
 	}
-	byIRQ := map[int]irq.Placed{}
-	for _, p := range old {
-		byIRQ[p.IRQ] = p
+	next, err := k.nextPlaced(old, want)
+	if err != nil {
+		return err
 	}
-	// The list first: what each IRQ to place holds now, unless gpuprep
-	// placed it already (then what it held before that).
-	var next []irq.Placed
-	for _, n := range sortedIRQs(want) {
-		p, ok := byIRQ[n]
-		if !ok {
-			a, err := irq.ReadAffinity(k.root, n)
-			if err != nil {
-				return fmt.Errorf("%s: %w", k.id, err)
-			}
-			p = irq.Placed{IRQ: n, From: a.CPUs}
-		}
-		p.To = want[n]
-		next = append(next, p)
-	}
-	var undo []irq.Placed
-	for _, p := range old {
-		if _, ok := want[p.IRQ]; !ok {
-			undo = append(undo, p)
-		}
-	}
+	undo := unlisted(old, want)
 	// Undone IRQs stay listed until they are written back, so a crash
 	// meanwhile still knows them.
 	if err := k.savePlaced(append(slices.Clone(next), undo...)); err != nil {
@@ -92,12 +68,83 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 	if len(next) > 0 {
 		k.rescan(balancers)
 	}
+	problems, err := k.setAffinities(next)
+	if err != nil {
+		return err
+	}
+	if err := k.restore(undo, len(balancers) > 0); err != nil {
+		return err
+	}
+	if err := k.savePlaced(next); err != nil {
+		return err
+	}
+	if len(undo) > 0 {
+		k.rescan(balancers) // hand the unlisted IRQs back
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %s", k.id, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// requirePolicyScript fails with ErrIrqbalanceUnaware where an irqbalance
+// runs without gpuprep's policy script, saying how to add it.
+func (k *irqAffinityKnob) requirePolicyScript(balancers []irq.Irqbalance) error {
+	for _, b := range balancers {
+		if !k.bansPlaced(b) {
+			return fmt.Errorf("%s: %w (pid %d, %s): it would move the IRQs gpuprep places; add --policyscript=%s to its arguments "+
+				"(IRQBALANCE_ARGS in /etc/default/irqbalance, or /etc/sysconfig/irqbalance) and restart it",
+				k.id, ErrIrqbalanceUnaware, b.PID, policyShown(b), k.installedScript())
+		}
+	}
+	return nil
+}
+
+// nextPlaced is the list to write, ascending by IRQ: each IRQ of want with
+// what it holds now, unless gpuprep placed it already (then what it held
+// before that).
+func (k *irqAffinityKnob) nextPlaced(old []irq.Placed, want map[int]cpuset.Set) ([]irq.Placed, error) {
+	byIRQ := map[int]irq.Placed{}
+	for _, p := range old {
+		byIRQ[p.IRQ] = p
+	}
+	var next []irq.Placed
+	for _, n := range sortedIRQs(want) {
+		p, ok := byIRQ[n]
+		if !ok {
+			a, err := irq.ReadAffinity(k.root, n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k.id, err)
+			}
+			p = irq.Placed{IRQ: n, From: a.CPUs}
+		}
+		p.To = want[n]
+		next = append(next, p)
+	}
+	return next, nil
+}
+
+// unlisted are the IRQs of old that want no longer names: to undo.
+func unlisted(old []irq.Placed, want map[int]cpuset.Set) []irq.Placed {
+	var undo []irq.Placed
+	for _, p := range old {
+		if _, ok := want[p.IRQ]; !ok {
+			undo = append(undo, p)
+		}
+	}
+	return undo
+}
+
+// setAffinities writes each IRQ's smp_affinity_list and reads it back,
+// marking in next those the kernel refused. It returns the mismatches
+// found, and an error only where an IRQ cannot be written.
+func (k *irqAffinityKnob) setAffinities(next []irq.Placed) ([]string, error) {
 	var problems []string
 	refusedN := 0
 	for i, p := range next {
 		res, err := irq.Setter{Root: k.root, Files: k.f}.Set(p.IRQ, p.To)
 		if err != nil {
-			return fmt.Errorf("%s: %w", k.id, err)
+			return nil, fmt.Errorf("%s: %w", k.id, err)
 		}
 		next[i].Refused = res.Refused
 		switch {
@@ -114,19 +161,7 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 	if refusedN > 0 {
 		k.log.Info("irq_affinity: IRQs the kernel manages left alone (isolcpus=managed_irq at boot keeps them off job CPUs)", "count", refusedN)
 	}
-	if err := k.restore(undo, len(balancers) > 0); err != nil {
-		return err
-	}
-	if err := k.savePlaced(next); err != nil {
-		return err
-	}
-	if len(undo) > 0 {
-		k.rescan(balancers) // hand the unlisted IRQs back
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%s: %s", k.id, strings.Join(problems, "; "))
-	}
-	return nil
+	return problems, nil
 }
 
 // restore gives each IRQ back what it held before gpuprep placed it;
