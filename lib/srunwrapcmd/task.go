@@ -35,61 +35,15 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 		rank = fmt.Sprintf("rank %d", in.task.ProcID)
 	}
 	d := decider{w: e.Stderr, quiet: f.quiet, cfg: in.srunwrap, rank: rank}
-
-	var plan *bind.Plan
-	if in.taskErr != nil || in.node == nil {
-		// Bad or missing input never stops the command: it runs unbound.
-		d.input(fmt.Sprintf("%s: running %s unbound", srunconf.Clip(strings.Join(in.problems(), "; "), srunconf.ShowMax), quoteArgN(argv[0], argMax)))
-	} else {
-		for _, p := range in.problems() {
-			d.input(p)
-		}
-		p := bind.PlanRank(in.bindInput(true), in.task.LocalID)
-		plan = &p
-		for _, w := range p.Warnings {
-			d.check(w.Check, w.Msg)
-		}
-		if p.Visible != "" {
-			env.set("CUDA_VISIBLE_DEVICES", p.Visible)
-		}
-		m := in.planMPS(in.bindInput(true), p, env.get, env.get("CUDA_VISIBLE_DEVICES"), true)
-		if m.Warn {
-			d.input(m.Why)
-		}
-		m.apply(env)
-		for _, v := range nccl.Plan(in.ncclInput(p, env.get)) {
-			if !v.Kept {
-				env.set(v.Name, v.Value)
-			}
-		}
-		if f.verbose {
-			fmt.Fprintf(e.Stderr, "%s: %s%s\n", prog, prefix(rank), summary(p, env.get))
-		}
-	}
-	// The runtime checks look at what every rank shares (the mount
-	// namespace, the inherited environment, the memlock limit): local rank
-	// 0 reports them. The other ranks run them only to refuse.
+	plan := planTask(e, f, in, &d, env, argv, rank)
 	if first || in.refuses() {
-		memlock, err := sys.memlock()
-		if err != nil {
-			memlock = ^uint64(0) // unknown: not reported
-		}
-		for _, fd := range nccl.Check(in.root, env.get, memlock) {
-			switch {
-			case fd.Note && first:
-				d.note(fd.Check, fd.Msg)
-			case fd.Note:
-			case first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse:
-				d.check(fd.Check, fd.Msg)
-			}
-		}
+		runtimeChecks(in, sys, &d, env, first)
 	}
 	if first && in.taskErr == nil && in.task.JobID != 0 {
 		printNotices(e.Stderr, in, f.quiet)
 	}
 	if d.refused {
-		fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
-		return cmdenv.ExitMismatch
+		return refused(e, in, rank, argv)
 	}
 	path, err := sys.lookPath(argv[0])
 	if err != nil {
@@ -102,20 +56,85 @@ func taskMain(e cmdenv.Env, f flags, in *inputs, sys system, argv []string) int 
 	// Affinity and memory policy are per thread: bind this one and exec
 	// from it (run locked it to this goroutine).
 	if plan != nil && (!plan.CPUs.IsEmpty() || plan.MemNodes != nil) {
-		_, warns, err := sys.apply(*plan)
-		for _, w := range warns {
-			d.check(w.Check, w.Msg)
-		}
-		if err != nil {
-			d.check("placement", fmt.Sprintf("binding failed, running unbound: %v", err))
-		}
+		bindTask(sys, &d, *plan)
 		if d.refused {
-			fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
-			return cmdenv.ExitMismatch
+			return refused(e, in, rank, argv)
 		}
 	}
 	err = sys.exec(path, argv, env.list())
 	return cmdenv.Fail(e.Stderr, prog, exitCannotExec, fmt.Errorf("exec %s: %w", quoteArg(path), err))
+}
+
+// planTask plans the rank's binding, GPUs, MPS and NCCL variables into
+// env, with their warnings through d; nil when the rank runs unbound (bad
+// or missing input never stops the command).
+func planTask(e cmdenv.Env, f flags, in *inputs, d *decider, env *envList, argv []string, rank string) *bind.Plan {
+	if in.taskErr != nil || in.node == nil {
+		d.input(fmt.Sprintf("%s: running %s unbound", srunconf.Clip(strings.Join(in.problems(), "; "), srunconf.ShowMax), quoteArgN(argv[0], argMax)))
+		return nil
+	}
+	for _, p := range in.problems() {
+		d.input(p)
+	}
+	p := bind.PlanRank(in.bindInput(true), in.task.LocalID)
+	for _, w := range p.Warnings {
+		d.check(w.Check, w.Msg)
+	}
+	if p.Visible != "" {
+		env.set("CUDA_VISIBLE_DEVICES", p.Visible)
+	}
+	m := in.planMPS(in.bindInput(true), p, env.get, env.get("CUDA_VISIBLE_DEVICES"), true)
+	if m.Warn {
+		d.input(m.Why)
+	}
+	m.apply(env)
+	for _, v := range nccl.Plan(in.ncclInput(p, env.get)) {
+		if !v.Kept {
+			env.set(v.Name, v.Value)
+		}
+	}
+	if f.verbose {
+		fmt.Fprintf(e.Stderr, "%s: %s%s\n", prog, prefix(rank), summary(p, env.get))
+	}
+	return &p
+}
+
+// runtimeChecks runs the checks of what every rank shares (the mount
+// namespace, the inherited environment, the memlock limit): local rank 0
+// (first) reports them; the other ranks run them only to refuse.
+func runtimeChecks(in *inputs, sys system, d *decider, env *envList, first bool) {
+	memlock, err := sys.memlock()
+	if err != nil {
+		memlock = ^uint64(0) // unknown: not reported
+	}
+	for _, fd := range nccl.Check(in.root, env.get, memlock) {
+		switch {
+		case fd.Note && first:
+			d.note(fd.Check, fd.Msg)
+		case fd.Note:
+		case first || in.srunwrap.SrunwrapCheck(fd.Check) == srunconf.CheckRefuse:
+			d.check(fd.Check, fd.Msg)
+		}
+	}
+}
+
+// bindTask binds this thread as plan says; what failed is a placement
+// finding through d, and the rank runs unbound.
+func bindTask(sys system, d *decider, plan bind.Plan) {
+	_, warns, err := sys.apply(plan)
+	for _, w := range warns {
+		d.check(w.Check, w.Msg)
+	}
+	if err != nil {
+		d.check("placement", fmt.Sprintf("binding failed, running unbound: %v", err))
+	}
+}
+
+// refused says the command is not run because [srunwrap.checks] refused
+// one of the rank's findings.
+func refused(e cmdenv.Env, in *inputs, rank string, argv []string) int {
+	fmt.Fprintf(e.Stderr, "%s: %snot running %s: refused by [srunwrap.checks] in %s\n", prog, prefix(rank), quoteArg(argv[0]), in.cfgFrom)
+	return cmdenv.ExitMismatch
 }
 
 // decider applies [srunwrap.checks] to each problem found: off drops it,
