@@ -122,65 +122,15 @@ func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
 	l := GresLine{LineNo: p.no}
 	vals := map[string]string{} // canonical key -> value
 	first := strings.ToLower(kvs[0].key)
-	if first == "nodename" {
-		h, err := ParseHostlist(kvs[0].value)
-		if err != nil {
-			return l, fmt.Sprintf("NodeName= value %s: %v", quote(kvs[0].value), err)
-		}
-		if h.Len() == 0 {
-			return l, "NodeName= value is empty"
-		}
-		l.NodeName = kvs[0].value
-	} else {
-		vals["Name"] = kvs[0].value
-		if strings.Contains(kvs[0].value, "=") {
-			p.warn("Name= value %s holds '=': is a space missing before a continuation backslash?", quote(kvs[0].value))
-		}
+	if err := p.gresFirstKey(&l, vals, first, kvs[0].value); err != "" {
+		return l, err
 	}
-	for _, kv := range kvs[1:] {
-		lk := strings.ToLower(kv.key)
-		canon, ok := gresKeys[lk]
-		if !ok {
-			if lk == "nodename" {
-				return l, "NodeName= must be the first key on its line"
-			}
-			return l, fmt.Sprintf("unknown key %s=", kv.key)
-		}
-		if strings.Contains(kv.value, "=") {
-			p.warn("%s= value %s holds '=': is a space missing before a continuation backslash?", canon, quote(kv.value))
-		}
-		if old, dup := vals[canon]; dup {
-			if canon == "Name" && first == "name" {
-				p.warn("Name= given twice; Slurm uses the first (%s)", old)
-				continue
-			}
-			p.warn("%s= given twice; Slurm uses the last", canon)
-		}
-		vals[canon] = kv.value
+	if err := p.gresKeyValues(vals, first, kvs[1:]); err != "" {
+		return l, err
 	}
-	pick := func(main, alias string) (string, string, bool) {
-		if v, ok := vals[main]; ok {
-			if _, both := vals[alias]; both {
-				p.warn("both %s= and %s= given; Slurm uses %s=", main, alias, main)
-			}
-			return main, v, true
-		}
-		v, ok := vals[alias]
-		return alias, v, ok
+	if err := p.gresAutoDetect(&l, vals); err != "" {
+		return l, err
 	}
-
-	if v, ok := vals["AutoDetect"]; ok {
-		ad, err := parseAutoDetect(v)
-		if err != "" {
-			return l, err
-		}
-		if l.NodeName == "" {
-			p.warn("AutoDetect= on a line without NodeName= is ignored by Slurm; put it on a line of its own")
-		} else {
-			l.AutoDetect = ad
-		}
-	}
-
 	name, hasName := vals["Name"]
 	if !hasName {
 		if l.AutoDetect == "" {
@@ -196,59 +146,183 @@ func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
 	}
 	l.Name = name
 	l.Type = vals["Type"]
-
-	if key, v, ok := pick("Cores", "CPUs"); ok {
-		if key == "CPUs" {
-			p.warn("CPUs= is the old name of Cores=; it means Slurm's abstract core ids, not OS CPU ids")
+	for _, step := range []func(*GresLine, map[string]string) string{
+		p.gresCores, p.gresFiles, p.gresMultipleFiles, p.gresFlags, p.gresLinks, p.gresCount,
+	} {
+		if err := step(&l, vals); err != "" {
+			return l, err
 		}
-		set, err := parseCores(v)
-		if err != nil {
-			return l, fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
-		}
-		l.Cores, l.HasCores = set, true
 	}
+	return l, checkGresLinks(&l)
+}
 
-	if key, v, ok := pick("File", "Files"); ok {
-		files, err := parseFiles(v)
-		if err != nil {
-			return l, fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+// gresFirstKey takes the line's first key: NodeName= into l, checked as a
+// hostlist, or Name= into vals.
+func (p *gresParser) gresFirstKey(l *GresLine, vals map[string]string, first, value string) string {
+	if first != "nodename" {
+		vals["Name"] = value
+		if strings.Contains(value, "=") {
+			p.warn("Name= value %s holds '=': is a space missing before a continuation backslash?", quote(value))
 		}
-		l.Files = files
+		return ""
 	}
-	if v, ok := vals["MultipleFiles"]; ok {
-		if l.Files != nil {
-			return l, "File= and MultipleFiles= are mutually exclusive"
-		}
-		files, err := parseFiles(v)
-		if err != nil {
-			return l, fmt.Sprintf("MultipleFiles= value %s: %v", quote(v), err)
-		}
-		if len(files) < 2 {
-			return l, fmt.Sprintf("MultipleFiles= value %s names one file; use File=", quote(v))
-		}
-		l.MultipleFiles = files
+	h, err := ParseHostlist(value)
+	if err != nil {
+		return fmt.Sprintf("NodeName= value %s: %v", quote(value), err)
 	}
+	if h.Len() == 0 {
+		return "NodeName= value is empty"
+	}
+	l.NodeName = value
+	return ""
+}
 
-	if v, ok := vals["Flags"]; ok {
-		flags, warns, err := parseFlags(v)
-		if err != "" {
-			return l, fmt.Sprintf("Flags= value %s: %s", quote(v), err)
+// gresKeyValues puts the keys after the first into vals by canonical
+// name, refusing unknown keys and warning of duplicates: Slurm keeps the
+// first Name= of a Name= line, and the last of any other key.
+func (p *gresParser) gresKeyValues(vals map[string]string, first string, kvs []keyValue) string {
+	for _, kv := range kvs {
+		lk := strings.ToLower(kv.key)
+		canon, ok := gresKeys[lk]
+		if !ok {
+			if lk == "nodename" {
+				return "NodeName= must be the first key on its line"
+			}
+			return fmt.Sprintf("unknown key %s=", kv.key)
 		}
-		for _, w := range warns {
-			p.warn("Flags= value %s: %s", quote(v), w)
+		if strings.Contains(kv.value, "=") {
+			p.warn("%s= value %s holds '=': is a space missing before a continuation backslash?", canon, quote(kv.value))
 		}
-		l.Flags = flags
+		if old, dup := vals[canon]; dup {
+			if canon == "Name" && first == "name" {
+				p.warn("Name= given twice; Slurm uses the first (%s)", old)
+				continue
+			}
+			p.warn("%s= given twice; Slurm uses the last", canon)
+		}
+		vals[canon] = kv.value
 	}
+	return ""
+}
 
-	if key, v, ok := pick("Links", "Link"); ok {
-		links, err := parseLinks(v)
-		if err != "" {
-			return l, fmt.Sprintf("%s= value %s: %s", key, quote(v), err)
+// pick is the key of main and its alias that vals holds, with its value,
+// warning where it holds both (Slurm uses main); ok is false for neither.
+func (p *gresParser) pick(vals map[string]string, main, alias string) (key, value string, ok bool) {
+	if v, ok := vals[main]; ok {
+		if _, both := vals[alias]; both {
+			p.warn("both %s= and %s= given; Slurm uses %s=", main, alias, main)
 		}
-		l.Links = links
+		return main, v, true
 	}
+	v, ok := vals[alias]
+	return alias, v, ok
+}
 
-	shared := IsShared(name)
+// gresAutoDetect checks AutoDetect=, set on l only on a NodeName= line.
+func (p *gresParser) gresAutoDetect(l *GresLine, vals map[string]string) string {
+	v, ok := vals["AutoDetect"]
+	if !ok {
+		return ""
+	}
+	ad, err := parseAutoDetect(v)
+	if err != "" {
+		return err
+	}
+	if l.NodeName == "" {
+		p.warn("AutoDetect= on a line without NodeName= is ignored by Slurm; put it on a line of its own")
+	} else {
+		l.AutoDetect = ad
+	}
+	return ""
+}
+
+// gresCores parses Cores= (or its old name CPUs=) into l.
+func (p *gresParser) gresCores(l *GresLine, vals map[string]string) string {
+	key, v, ok := p.pick(vals, "Cores", "CPUs")
+	if !ok {
+		return ""
+	}
+	if key == "CPUs" {
+		p.warn("CPUs= is the old name of Cores=; it means Slurm's abstract core ids, not OS CPU ids")
+	}
+	set, err := parseCores(v)
+	if err != nil {
+		return fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+	}
+	l.Cores, l.HasCores = set, true
+	return ""
+}
+
+// gresFiles parses File= (or Files=) into l.
+func (p *gresParser) gresFiles(l *GresLine, vals map[string]string) string {
+	key, v, ok := p.pick(vals, "File", "Files")
+	if !ok {
+		return ""
+	}
+	files, err := parseFiles(v)
+	if err != nil {
+		return fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+	}
+	l.Files = files
+	return ""
+}
+
+// gresMultipleFiles parses MultipleFiles= into l: at least two files, and
+// never with File=.
+func (p *gresParser) gresMultipleFiles(l *GresLine, vals map[string]string) string {
+	v, ok := vals["MultipleFiles"]
+	if !ok {
+		return ""
+	}
+	if l.Files != nil {
+		return "File= and MultipleFiles= are mutually exclusive"
+	}
+	files, err := parseFiles(v)
+	if err != nil {
+		return fmt.Sprintf("MultipleFiles= value %s: %v", quote(v), err)
+	}
+	if len(files) < 2 {
+		return fmt.Sprintf("MultipleFiles= value %s names one file; use File=", quote(v))
+	}
+	l.MultipleFiles = files
+	return ""
+}
+
+// gresFlags parses Flags= into l.
+func (p *gresParser) gresFlags(l *GresLine, vals map[string]string) string {
+	v, ok := vals["Flags"]
+	if !ok {
+		return ""
+	}
+	flags, warns, err := parseFlags(v)
+	if err != "" {
+		return fmt.Sprintf("Flags= value %s: %s", quote(v), err)
+	}
+	for _, w := range warns {
+		p.warn("Flags= value %s: %s", quote(v), w)
+	}
+	l.Flags = flags
+	return ""
+}
+
+// gresLinks parses Links= (or Link=) into l.
+func (p *gresParser) gresLinks(l *GresLine, vals map[string]string) string {
+	key, v, ok := p.pick(vals, "Links", "Link")
+	if !ok {
+		return ""
+	}
+	links, err := parseLinks(v)
+	if err != "" {
+		return fmt.Sprintf("%s= value %s: %s", key, quote(v), err)
+	}
+	l.Links = links
+	return ""
+}
+
+// gresCount sets l's Count: Count= where given, checked against the files,
+// else one per file of File=, else 1.
+func (p *gresParser) gresCount(l *GresLine, vals map[string]string) string {
+	shared := IsShared(l.Name)
 	switch {
 	case l.MultipleFiles != nil:
 		l.Count = 1
@@ -257,34 +331,42 @@ func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
 	default:
 		l.Count = 1
 	}
-	if v, ok := vals["Count"]; ok {
-		n, err := parseCount(v)
-		if err != "" {
-			return l, fmt.Sprintf("Count= value %s: %s", quote(v), err)
-		}
-		if (l.Files != nil || l.MultipleFiles != nil) && n != l.Count && !shared {
-			if l.MultipleFiles != nil {
-				return l, fmt.Sprintf("Count=%d on a MultipleFiles= line, which is one device", n)
-			}
-			return l, fmt.Sprintf("Count=%d does not match the %s of File=", n, plural.Count(len(l.Files), "file", "files"))
-		}
-		if shared && len(l.Files) > 1 && n%uint64(len(l.Files)) != 0 {
-			p.warn("Count=%d is not a multiple of the %d files; each file gets %d", n, len(l.Files), n/uint64(len(l.Files)))
-		}
-		l.Count, l.HasCount = n, true
+	v, ok := vals["Count"]
+	if !ok {
+		return ""
 	}
+	n, err := parseCount(v)
+	if err != "" {
+		return fmt.Sprintf("Count= value %s: %s", quote(v), err)
+	}
+	if (l.Files != nil || l.MultipleFiles != nil) && n != l.Count && !shared {
+		if l.MultipleFiles != nil {
+			return fmt.Sprintf("Count=%d on a MultipleFiles= line, which is one device", n)
+		}
+		return fmt.Sprintf("Count=%d does not match the %s of File=", n, plural.Count(len(l.Files), "file", "files"))
+	}
+	if shared && len(l.Files) > 1 && n%uint64(len(l.Files)) != 0 {
+		p.warn("Count=%d is not a multiple of the %d files; each file gets %d", n, len(l.Files), n/uint64(len(l.Files)))
+	}
+	l.Count, l.HasCount = n, true
+	return ""
+}
 
-	if l.Links != nil {
-		devices := uint64(1)
-		switch {
-		case l.Files != nil:
-			devices = uint64(len(l.Files))
-		case l.MultipleFiles == nil && !shared:
-			devices = l.Count
-		}
-		if devices > 1 {
-			return l, fmt.Sprintf("Links= on a line with %d devices; Links= describes one device, so give each its own line", devices)
-		}
+// checkGresLinks refuses Links= on a line of more than one device: Links=
+// describes one.
+func checkGresLinks(l *GresLine) string {
+	if l.Links == nil {
+		return ""
 	}
-	return l, ""
+	devices := uint64(1)
+	switch {
+	case l.Files != nil:
+		devices = uint64(len(l.Files))
+	case l.MultipleFiles == nil && !IsShared(l.Name):
+		devices = l.Count
+	}
+	if devices > 1 {
+		return fmt.Sprintf("Links= on a line with %d devices; Links= describes one device, so give each its own line", devices)
+	}
+	return ""
 }
