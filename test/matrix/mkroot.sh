@@ -3,7 +3,8 @@
 # holds the tools gpuprep's oracles run (slurmd, lstopo-no-graphics, and cc
 # with libhwloc-dev for internal/slurmcores), for GPUPREP_ORACLE_ROOT
 # (internal/oracleroot). debootstrap --variant=minbase from
-# http://deb.debian.org/debian, then, in a chroot, apt-get install
+# GPUPREP_MATRIX_MIRROR, else the Debian mirror of this machine's apt
+# sources (test/debmirror.sh), then, in a chroot, apt-get install
 # --no-install-recommends of $pkgs. It is built once and cached in
 # ${GPUPREP_MATRIX_CACHE:-/var/cache/gpuprep-matrix}/RELEASE/root; the path
 # is printed on stdout. A failed build leaves nothing cached; a build takes
@@ -14,7 +15,7 @@ set -eu
 rel=${1:?usage: mkroot.sh RELEASE (bookworm, trixie or sid)}
 case $rel in bookworm | trixie | sid) ;; *) echo "mkroot.sh: release $rel: want bookworm, trixie or sid" >&2 && exit 2 ;; esac
 cache=${GPUPREP_MATRIX_CACHE:-/var/cache/gpuprep-matrix}/$rel
-mirror=${GPUPREP_MATRIX_MIRROR:-http://deb.debian.org/debian}
+mirror=$(sh "$(dirname "$0")/../debmirror.sh" GPUPREP_MATRIX_MIRROR)
 # hwloc-nox: lstopo-no-graphics without X; libhwloc-plugins: what slurmd's
 # libhwloc recommends, installed with Debian's slurmd on a real node.
 pkgs="slurmd hwloc-nox libhwloc-dev libhwloc-plugins gcc libc6-dev"

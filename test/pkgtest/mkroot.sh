@@ -1,6 +1,7 @@
 #!/bin/sh
 # mkroot.sh RELEASE: a minimal Debian root (debootstrap --variant=minbase)
-# of RELEASE (bookworm, trixie, ...) from http://deb.debian.org/debian, to
+# of RELEASE (bookworm, trixie, ...) from GPUPREP_PKGTEST_MIRROR, else the
+# Debian mirror of this machine's apt sources (test/debmirror.sh), to
 # install gpuprep's .deb into. It is built once and cached in
 # $GPUPREP_PKGTEST_CACHE/RELEASE/root (default /var/cache/gpuprep-pkgtest),
 # keyed by release; the path is printed on stdout. The cached root is never
@@ -11,7 +12,7 @@ set -eu
 rel=${1:?usage: mkroot.sh RELEASE}
 case $rel in *[!a-z]*) echo "mkroot.sh: bad release name: $rel" >&2; exit 2 ;; esac
 cache=${GPUPREP_PKGTEST_CACHE:-/var/cache/gpuprep-pkgtest}/$rel
-mirror=${GPUPREP_PKGTEST_MIRROR:-http://deb.debian.org/debian}
+mirror=$(sh "$(dirname "$0")/../debmirror.sh" GPUPREP_PKGTEST_MIRROR)
 
 if [ -f "$cache/ok" ] && [ -x "$cache/root/usr/bin/dpkg" ]; then
 	echo "$cache/root"

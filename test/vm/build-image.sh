@@ -23,8 +23,7 @@
 # Environment:
 #   GPUPREP_VM_CACHE   cache folder (default /var/cache/gpuprep-vm)
 #   GPUPREP_VM_MIRROR  Debian mirror (default: the one in this machine's
-#                      /etc/apt/sources.list.d/debian.sources, else
-#                      http://deb.debian.org/debian)
+#                      apt sources, test/debmirror.sh)
 #   GPUPREP_VM_RELEASE the Debian release: bookworm (default: Slurm 22.05), #release
 #                      trixie (Slurm 24.11) or sid (Slurm 26.05). Each has its #release
 #                      own key and image; building one never removes another #release
@@ -70,20 +69,9 @@ die() {
 	exit 1
 }
 
-# mirror: GPUPREP_VM_MIRROR, else the first Debian (non-security) URI of this
-# machine's deb822 sources, else deb.debian.org.
-mirror() {
-	if [ -n "${GPUPREP_VM_MIRROR:-}" ]; then
-		echo "$GPUPREP_VM_MIRROR"
-		return
-	fi
-	local m
-	m=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null |
-		tr ' ' '\n' | grep -v -- '-security' | grep '/debian/\?$' | head -n1 || true)
-	echo "${m:-http://deb.debian.org/debian}"
-}
-mirror=$(mirror)
-mirror=${mirror%/}
+# mirror: GPUPREP_VM_MIRROR, else the first Debian (non-security) archive of
+# this machine's apt sources (test/debmirror.sh).
+mirror=$(sh "$(dirname "$0")/../debmirror.sh" GPUPREP_VM_MIRROR)
 security=${mirror%/debian}/debian-security
 
 # The key: this script, each file under files/ (path and content) and the mirror.
