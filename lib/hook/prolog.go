@@ -88,61 +88,19 @@ func Prolog(ctx context.Context, o *Options) (out *Outcome, err error) {
 // sel is not what the job asked for (kept in the job record).
 func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback string) (*Outcome, error) {
 	out := &Outcome{Op: "prolog", Job: jobKey(o.Job), Profile: sel.Profile, Source: string(sel.Source), DryRun: o.DryRun, Warnings: sel.Warnings}
-	prof, err := o.Config.Profile(sel.Profile)
+	prof, err := jobProfile(o, sel)
 	if err != nil {
-		return out, fmt.Errorf("profile %q: %w", sel.Profile, err)
+		return out, err
 	}
-	if sel.DropRequired {
-		prof.Required = nil
-	}
-	if o.Job.MPS && !prof.Knobs.IsSet(mpsKnob) {
-		// --gres=mps:N: Slurm schedules the share and leaves the daemon
-		// to the prolog.
-		prof.Knobs = prof.Knobs.With(mpsKnob, mpsOn())
-		o.Log.Info("the job asked for gres/mps: mps = true for it", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", o.Job.MPSPercent)
-	}
-	gpus, migDevs, warn := jobGPUs(o)
-	if warn != "" {
-		out.Warnings = append(out.Warnings, warn)
-	}
-	// tuned are the GPUs whose knobs the job's profile sets: not the GPUs
-	// of MIG devices, whose settings other jobs on the same GPU share.
-	tuned := gpus
-	if migDevs {
-		tuned = nil
-		out.Warnings = append(out.Warnings, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it")
-	}
-	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
-		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
-	}
-	// The MIG layout is checked before anything is done: a mismatch
-	// fails the prolog with nothing changed, unless [mig] reconfigure
-	// may fix it.
-	if warn != "" && o.Config.MIG.Configured() {
-		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
-	}
+	gpus, tuned, migDevs, known := prologGPUs(o, out)
 	// Health too; only in the first attempt (a fallback runs no checks again).
 	if fallback == "" {
-		if err := checkHealth(ctx, o, out, "prolog", gpus, warn == ""); err != nil {
+		if err := checkHealth(ctx, o, out, "prolog", gpus, known); err != nil {
 			return out, err
 		}
 	}
-	where := config.MIGWhere{Node: o.Node, Partition: o.Job.Partition}
-	var reqWarn string
-	where.Request, reqWarn = o.Config.MIGRequest(o.Job.Comment)
-	if reqWarn != "" {
-		out.Warnings = append(out.Warnings, reqWarn)
-	}
-	checks, migWarns, err := checkMIG(o, gpus, where)
-	out.MIG = checks
-	out.Warnings = append(out.Warnings, migWarns...)
-	fixMIG := canReconfigureMIG(o, checks, err)
-	if fixMIG && migDevs {
-		// Slurm allocated the job's MIG devices from the present layout:
-		// changing it would take them away.
-		return out, &migError{node: &NodeError{Reason: err.Error() + "; not reconfigured: the job holds MIG devices of the present layout"}, refused: true}
-	}
-	if err != nil && !fixMIG {
+	where, fixMIG, err := checkMIGLayout(o, out, gpus, migDevs)
+	if err != nil {
 		return out, err
 	}
 	s, err := prepare(ctx, o, out, out.Job)
@@ -159,6 +117,101 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 		}
 	}
 	before := s.jobs[out.Job]
+	knobs, scopes, p := planProlog(o, s, out, prof, tuned, before)
+	if sk, failed := p.Failed(); failed {
+		return out, nodeErrorf("required knob %s", about(sk.ID, errors.New(sk.Reason)))
+	}
+	if o.DryRun {
+		return out, nil
+	}
+	if err := checkDeadline(ctx, "applying the profile"); err != nil {
+		return out, err
+	}
+	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
+		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes), Fallback: fallback}
+	for _, g := range gpus {
+		rec.GPUs = append(rec.GPUs, g.UUID)
+	}
+	return out, applyProlog(o, s, out, knobs, p, before, rec)
+}
+
+// jobProfile is the selected profile as this job gets it: without its
+// required list when the selection drops it, and with mps on when the job
+// asked for gres/mps and the profile leaves mps alone.
+func jobProfile(o *Options, sel config.Selection) (config.Profile, error) {
+	prof, err := o.Config.Profile(sel.Profile)
+	if err != nil {
+		return prof, fmt.Errorf("profile %q: %w", sel.Profile, err)
+	}
+	if sel.DropRequired {
+		prof.Required = nil
+	}
+	if o.Job.MPS && !prof.Knobs.IsSet(mpsKnob) {
+		// --gres=mps:N: Slurm schedules the share and leaves the daemon
+		// to the prolog.
+		prof.Knobs = prof.Knobs.With(mpsKnob, mpsOn())
+		o.Log.Info("the job asked for gres/mps: mps = true for it", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", o.Job.MPSPercent)
+	}
+	return prof, nil
+}
+
+// prologGPUs finds the job's GPUs and, of them, the tuned ones whose knobs
+// the profile sets; migDevs says the job's GPUs are MIG devices, known that
+// they could be told. Why GPU knobs or the MIG check are skipped goes into
+// out's warnings.
+func prologGPUs(o *Options, out *Outcome) (gpus, tuned []gpu.Device, migDevs, known bool) {
+	gpus, migDevs, warn := jobGPUs(o)
+	if warn != "" {
+		out.Warnings = append(out.Warnings, warn)
+	}
+	// tuned are the GPUs whose knobs the job's profile sets: not the GPUs
+	// of MIG devices, whose settings other jobs on the same GPU share.
+	tuned = gpus
+	if migDevs {
+		tuned = nil
+		out.Warnings = append(out.Warnings, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it")
+	}
+	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
+		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
+	}
+	// The MIG layout is checked before anything is done: a mismatch
+	// fails the prolog with nothing changed, unless [mig] reconfigure
+	// may fix it.
+	if warn != "" && o.Config.MIG.Configured() {
+		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
+	}
+	return gpus, tuned, migDevs, warn == ""
+}
+
+// checkMIGLayout checks the [mig] layout of the job's GPUs, recording the
+// checks in out. It returns where the layout applies and whether [mig]
+// reconfigure is to fix a mismatch; an error is a mismatch it may not fix.
+func checkMIGLayout(o *Options, out *Outcome, gpus []gpu.Device, migDevs bool) (config.MIGWhere, bool, error) {
+	where := config.MIGWhere{Node: o.Node, Partition: o.Job.Partition}
+	var reqWarn string
+	where.Request, reqWarn = o.Config.MIGRequest(o.Job.Comment)
+	if reqWarn != "" {
+		out.Warnings = append(out.Warnings, reqWarn)
+	}
+	checks, migWarns, err := checkMIG(o, gpus, where)
+	out.MIG = checks
+	out.Warnings = append(out.Warnings, migWarns...)
+	fixMIG := canReconfigureMIG(o, checks, err)
+	if fixMIG && migDevs {
+		// Slurm allocated the job's MIG devices from the present layout:
+		// changing it would take them away.
+		return where, false, &migError{node: &NodeError{Reason: err.Error() + "; not reconfigured: the job holds MIG devices of the present layout"}, refused: true}
+	}
+	if err != nil && !fixMIG {
+		return where, false, err
+	}
+	return where, fixMIG, nil
+}
+
+// planProlog reads the knobs of the job's scopes and plans the profile over
+// the node's state, recording the plan in out. before is the job's earlier
+// record, if its prolog ran already: the plan then also covers what it held.
+func planProlog(o *Options, s *spoolState, out *Outcome, prof config.Profile, tuned []gpu.Device, before *JobRecord) (map[string]knob.Knob, map[string]bool, *plan.Plan) {
 	scopes := jobScopes(tuned)
 	earlier, knobGPUs := map[string]bool{}, tuned
 	if before != nil {
@@ -175,34 +228,27 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	rebaseProlog(knobs, st, p)
 	out.Changes, out.Holds, out.Skipped = p.Changes, p.Holds, p.Skipped
 	out.Warnings = append(out.Warnings, p.Warnings...)
-	if sk, failed := p.Failed(); failed {
-		return out, nodeErrorf("required knob %s", about(sk.ID, errors.New(sk.Reason)))
-	}
-	if o.DryRun {
-		return out, nil
-	}
-	if err := checkDeadline(ctx, "applying the profile"); err != nil {
-		return out, err
-	}
-	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
-		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes), Fallback: fallback}
-	for _, g := range gpus {
-		rec.GPUs = append(rec.GPUs, g.UUID)
-	}
+	return knobs, scopes, p
+}
+
+// applyProlog carries out the plan p: it journals the changes, applies
+// them, and records the node's baseline and the job's record rec, with what
+// was done in out. A plan with no changes needs no journal (commitUnchanged).
+func applyProlog(o *Options, s *spoolState, out *Outcome, knobs map[string]knob.Knob, p *plan.Plan, before, rec *JobRecord) error {
 	node := s.node.clone()
 	node.Baseline = p.State.Baseline
 	if len(p.Changes) == 0 {
-		return out, commitUnchanged(o, s, node, before, rec)
+		return commitUnchanged(o, s, node, before, rec)
 	}
 	if err := writeJournal(o.Spool, &Journal{Op: opProlog, Job: out.Job, BootID: s.bootID, Started: o.now(), Changes: p.Changes, NodeBefore: s.node, JobBefore: before}); err != nil {
-		return out, nodeErrorf("%v", err)
+		return nodeErrorf("%v", err)
 	}
 	done, warns, undone, err := apply(o, knobs, p.Changes)
 	if err != nil {
 		if undone {
 			_ = o.Spool.Remove(journalFile) // apply undid its own work
 		}
-		return out, err
+		return err
 	}
 	out.Changes = done
 	out.Warnings = append(out.Warnings, warns...)
@@ -210,9 +256,9 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	out.Holds = rec.Holds
 	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
 	if err := commit(o.Spool, node, out.Job, rec); err != nil {
-		return out, nodeErrorf("spool: %v", err)
+		return nodeErrorf("spool: %v", err)
 	}
-	return out, nil
+	return nil
 }
 
 // commitUnchanged records a prolog that changes no knob: no journal is

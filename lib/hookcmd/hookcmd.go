@@ -116,35 +116,18 @@ func openLogs(op, prog string, f *flags, cfg *config.Config, getenv func(string)
 	return &logs, cli.ExitOK
 }
 
+// run is one run of a hook program under the run's deadline: a report, or
+// the engine's prolog or epilog under the node lock, and what becomes of
+// its outcome. It returns the exit code.
 func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, getenv func(string) string, stdout, stderr io.Writer) int {
 	started := time.Now()
-	// fail logs a failure to the log file and syslog only, and prints it as
-	// the one stderr line: once on a terminal, the reason under slurmd.
-	dlog := logs.Daemon
-	fail := func(code int, err error, attrs ...any) int {
-		dlog.Error(op+" failed", append([]any{"err", err}, attrs...)...)
-		return cli.Fail(stderr, prog, code, err)
-	}
-
+	fail := failer(logs.Daemon, op, prog, stderr)
 	if f.fleet.asked() {
 		return fleetReport(ctx, f, stdout, stderr, prog) // reads --from only: no spool
 	}
-	dir := f.stateDir
-	if dir == "" {
-		dir = cfg.General.StateDir
-	}
-	open := state.Open
-	if f.dryRun || f.report {
-		open = state.OpenReadOnly // creates nothing; an absent spool is empty
-	}
-	if f.report {
-		if err := reportDirExists(dir, f.stateDir != ""); err != nil {
-			return fail(cli.ExitBadInput, err)
-		}
-	}
-	sp, err := open(dir)
+	sp, code, err := openSpool(f, cfg)
 	if err != nil {
-		return fail(cli.ExitMismatch, err) // it names the state dir
+		return fail(code, err)
 	}
 	defer sp.Close()
 	if f.report {
@@ -155,10 +138,74 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 		// Odd Slurm env is bad input, never a node problem.
 		return fail(cli.ExitBadInput, err)
 	}
-	dlog = dlog.With("job", job.ID)
-	backend, err := f.common.OpenGPU(cfg)
+	fail = failer(logs.Daemon.With("job", job.ID), op, prog, stderr)
+	o, err := hookOptions(f, cfg, sp, job, logs, started)
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
+	}
+	if m := sdunits.New(ctx, o.Root); m != nil {
+		// systemd's units are confined through systemd (D-Bus), under
+		// this run's deadline.
+		o.Units = m
+		defer m.Close()
+	}
+	if !f.dryRun {
+		unlock, err := sp.Lock(ctx)
+		if err != nil {
+			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
+		}
+		defer unlock()
+	}
+	var out *hook.Outcome
+	var runErr error
+	if op == "prolog" {
+		out, runErr = hook.Prolog(ctx, o)
+	} else {
+		out, runErr = hook.Epilog(ctx, o)
+	}
+	return conclude(op, prog, f, cfg, sp, o, out, runErr, stdout, fail)
+}
+
+// failer returns what a run calls on a failure: it logs the failure to the
+// log file and syslog only (dlog), and prints it as the one stderr line:
+// once on a terminal, the reason under slurmd. It returns the exit code.
+func failer(dlog *slog.Logger, op, prog string, stderr io.Writer) func(code int, err error, attrs ...any) int {
+	return func(code int, err error, attrs ...any) int {
+		dlog.Error(op+" failed", append([]any{"err", err}, attrs...)...)
+		return cli.Fail(stderr, prog, code, err)
+	}
+}
+
+// openSpool opens the state dir (--state-dir, else general.state_dir):
+// read-only for a dry run or a report, which create nothing. A failure comes
+// with its exit code.
+func openSpool(f *flags, cfg *config.Config) (*state.Spool, int, error) {
+	dir := f.stateDir
+	if dir == "" {
+		dir = cfg.General.StateDir
+	}
+	open := state.Open
+	if f.dryRun || f.report {
+		open = state.OpenReadOnly // creates nothing; an absent spool is empty
+	}
+	if f.report {
+		if err := reportDirExists(dir, f.stateDir != ""); err != nil {
+			return nil, cli.ExitBadInput, err
+		}
+	}
+	sp, err := open(dir)
+	if err != nil {
+		return nil, cli.ExitMismatch, err // it names the state dir
+	}
+	return sp, cli.ExitOK, nil
+}
+
+// hookOptions are the engine's options for the job: the GPU backend opened
+// (an error is bad input), the node's name from Slurm or the host name.
+func hookOptions(f *flags, cfg *config.Config, sp *state.Spool, job slurm.Job, logs *cli.Logs, started time.Time) (*hook.Options, error) {
+	backend, err := f.common.OpenGPU(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// No backend.Close(): nvmlShutdown costs 4.5 ms on the 2x H200 node and
 	// process exit frees NVML anyway.
@@ -167,49 +214,35 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	o := &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cmdenv.Version}
-	if m := sdunits.New(ctx, o.Root); m != nil {
-		// systemd's units are confined through systemd (D-Bus), under
-		// this run's deadline.
-		o.Units = m
-		defer m.Close()
-	}
-	var out *hook.Outcome
-	var runErr error
-	if !f.dryRun {
-		unlock, err := sp.Lock(ctx)
-		if err != nil {
-			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
-		}
-		defer unlock()
-	}
-	if op == "prolog" {
-		out, runErr = hook.Prolog(ctx, o)
-	} else {
-		out, runErr = hook.Epilog(ctx, o)
-	}
+	return &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cmdenv.Version}, nil
+}
+
+// conclude does what becomes of the engine's outcome: the log, the metrics
+// (not for a dry run), the plan table or JSON, and for a failure the drain
+// (a node problem, not for a dry run) and the exit code.
+func conclude(op, prog string, f *flags, cfg *config.Config, sp *state.Spool, o *hook.Options, out *hook.Outcome, runErr error, stdout io.Writer, fail func(int, error, ...any) int) int {
 	logOutcome(o.Log, out, runErr)
 	if !f.dryRun {
-		recordMetrics(o.Root, cfg, sp, op, time.Since(started), runErr, out, o.Log)
+		recordMetrics(o.Root, cfg, sp, op, time.Since(o.Started), runErr, out, o.Log)
 	}
 	if f.dryRun || f.common.JSON {
 		printOutcome(stdout, out, f.common.JSON)
 	}
-	if runErr != nil {
-		code := cli.ExitBadInput
-		if hook.IsNodeError(runErr) {
-			code = cli.ExitMismatch
-			if !f.dryRun {
-				maybeDrain(cfg, node, prog+": "+runErr.Error(), o.Log)
-			}
-		}
-		var attrs []any
-		if out != nil {
-			attrs = []any{"profile", out.Profile}
-		}
-		return fail(code, runErr, attrs...)
+	if runErr == nil {
+		return cli.ExitOK
 	}
-	return cli.ExitOK
+	code := cli.ExitBadInput
+	if hook.IsNodeError(runErr) {
+		code = cli.ExitMismatch
+		if !f.dryRun {
+			maybeDrain(cfg, o.Node, prog+": "+runErr.Error(), o.Log)
+		}
+	}
+	var attrs []any
+	if out != nil {
+		attrs = []any{"profile", out.Profile}
+	}
+	return fail(code, runErr, attrs...)
 }
 
 func usage(op string) string {
