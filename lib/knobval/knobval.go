@@ -1,11 +1,14 @@
 // Package knobval holds the values every layer passes around about knobs:
 // a knob's ID (name and scope) and its value in canonical string form. It is
-// a leaf: it imports only the standard library, so the pure planner
+// a leaf: it imports only the standard library and lib/cpuset, so the pure planner
 // (lib/plan), the journal and drift records use it without pulling in the
 // kernel readers, NVML or the configuration.
 package knobval
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Value is a knob's value in canonical string form ("performance",
 // "madvise", "10", "on", "0-3=powersave;4-7=performance").
@@ -30,8 +33,21 @@ func (id ID) String() string { return id.Name + "@" + id.Scope }
 // NodeScope is the scope of node-wide knobs (CPU, memory, kernel).
 const NodeScope = "node"
 
+// gpuPrefix starts the scope of a GPU's knobs: "gpu:<uuid>".
+const gpuPrefix = "gpu:"
+
 // GPUScope is the scope of one GPU's knobs.
-func GPUScope(uuid string) string { return "gpu:" + uuid }
+func GPUScope(uuid string) string { return gpuPrefix + uuid }
+
+// ScopeGPU is the GPU a scope names: its UUID, and ok false for the node
+// (or any scope that names no GPU).
+func ScopeGPU(scope string) (uuid string, ok bool) {
+	uuid, ok = strings.CutPrefix(scope, gpuPrefix)
+	return uuid, ok && uuid != ""
+}
+
+// GPU is the GPU whose knob id is: its UUID, and ok false for a node knob.
+func (id ID) GPU() (uuid string, ok bool) { return ScopeGPU(id.Scope) }
 
 // ErrUnsupported marks a knob whose file or API is absent on this node (no
 // cpufreq in a VM, a GPU without settable clocks). It is reported and

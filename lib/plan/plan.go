@@ -6,8 +6,6 @@ package plan
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
@@ -55,13 +53,40 @@ type Observed struct {
 	HasDesired bool
 	DesiredErr error
 	Required   bool
-	// OnConflict, when set, is asked about a job that wants another value
-	// than the one other jobs hold (others; held): it words the warning,
-	// and hold says whether the job holds the value kept, as the shared
-	// rule has it, or goes without the knob (mps: a daemon serves one
-	// user, and a job of another keeps none running). nil: the shared
-	// rule's own words, and the job holds the value kept.
-	OnConflict func(job string, wants, held knobval.Value, others []string) (warning string, hold bool)
+	// Parts is set for a part-wise knob (its definition says so:
+	// housekeeping_cpus): Current then names every part, plans compare it
+	// summed up (Parts.Format), and the planner keeps its baseline and
+	// undo part by part (partwise.go).
+	Parts *knobval.Form
+	// GoWithout is set for a knob one job's value excludes another's (its
+	// definition says so: mps, whose daemon serves one user). A job that
+	// wants another value than the one other jobs hold then goes without
+	// the knob rather than hold the value kept, and GoWithout words the
+	// warning its user gets. nil: the shared rule, the job holds the value
+	// kept.
+	GoWithout func(Conflict) string
+}
+
+// Conflict is a job wanting another value of a knob than the one other jobs
+// hold.
+type Conflict struct {
+	ID     knobval.ID
+	Job    string
+	Wants  knobval.Value
+	Held   knobval.Value
+	Others []string
+}
+
+// Value is Current as plans compare it: summed up for a part-wise knob
+// (a value that does not parse is compared as read).
+func (o Observed) Value() knobval.Value {
+	if o.Parts == nil {
+		return o.Current
+	}
+	if v, err := o.Parts.Sum(o.Current); err == nil {
+		return v
+	}
+	return o.Current
 }
 
 // Change is one write the plan makes.
@@ -70,7 +95,7 @@ type Change struct {
 	From     knobval.Value `json:"from"`
 	To       knobval.Value `json:"to"`
 	Required bool          `json:"required"`
-	Why      string        `json:"why"` // "profile", "shared", "restore"
+	Why      string        `json:"why"` // WhyProfile, WhyShared or WhyRestore
 	// Unread is set when the present value could not be read: From is
 	// knobval.Unknown, the change is made anyway, and undoing it has nothing
 	// to write back.
@@ -79,9 +104,17 @@ type Change struct {
 	// for a knob whose From sums up a value kept part by part
 	// (housekeeping_cpus: one cpuset per cgroup), each part the change
 	// writes with what it held, so that undoing it never writes a part
-	// that appeared since. lib/hook sets it (knob.Rebaser).
+	// that appeared since. The planner sets it for a part-wise knob
+	// (partwise.go).
 	Undo knobval.Value `json:"undo,omitempty"`
 }
+
+// Why a Change is made.
+const (
+	WhyProfile = "profile" // the job's profile asks for it
+	WhyShared  = "shared"  // other jobs hold it; the job gets the value kept
+	WhyRestore = "restore" // no job holds it any more: its baseline
+)
 
 // Hold is a knob value the job relies on and the epilog checks for drift.
 type Hold struct {
@@ -101,7 +134,7 @@ type Plan struct {
 	Changes  []Change  `json:"changes"`
 	Holds    []Hold    `json:"holds"`
 	Skipped  []Skip    `json:"skipped,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	Warnings []Warning `json:"warnings,omitempty"`
 	State    NodeState `json:"-"` // the node state to save once the changes are made
 }
 
@@ -113,119 +146,6 @@ func (p *Plan) Failed() (Skip, bool) {
 		}
 	}
 	return Skip{}, false
-}
-
-// ForJob plans a prolog: for every knob the profile sets, hold its value for
-// job and change it when needed. Shared rule: a knob already held by other
-// jobs keeps the value in force; a job asking for another value gets a
-// warning, not a change. A knob nobody holds gets its baseline recorded
-// (once, ever) before it is changed.
-//
-// A job may run its prolog again (Slurm requeues it, or an admin re-runs
-// it) with other GPUs or another profile: what it held before and does not
-// hold now is let go as its epilog would, so nothing is orphaned. obs then
-// also carries the present value of those knobs (HasDesired false).
-func ForJob(job string, obs []Observed, st NodeState) *Plan {
-	p := &Plan{State: st.Clone()}
-	held := map[string]bool{}
-	sorted := sortObserved(obs)
-	for _, o := range sorted {
-		if !o.HasDesired && o.DesiredErr == nil {
-			continue
-		}
-		key := o.ID.String()
-		switch {
-		case o.Err != nil:
-			p.Skipped = append(p.Skipped, Skip{ID: o.ID, Reason: o.Err.Error(), Required: o.Required})
-			continue
-		case o.DesiredErr != nil:
-			p.Skipped = append(p.Skipped, Skip{ID: o.ID, Reason: o.DesiredErr.Error(), Required: o.Required})
-			continue
-		}
-		target, why := o.Desired, "profile"
-		h := p.State.Holders[key]
-		if others := remove(h.Jobs, job); len(others) > 0 {
-			if h.Value != o.Desired {
-				msg, hold := fmt.Sprintf("%s: job %s asks for %q but jobs %v already hold %q; keeping %q", o.ID, job, o.Desired, others, h.Value, h.Value), true
-				if o.OnConflict != nil {
-					msg, hold = o.OnConflict(job, o.Desired, h.Value, others)
-				}
-				p.Warnings = append(p.Warnings, msg)
-				if !hold {
-					continue
-				}
-			}
-			target, why = h.Value, "shared"
-		}
-		if _, ok := p.State.Baseline[key]; !ok && len(h.Jobs) == 0 {
-			p.State.Baseline[key] = o.Current
-		}
-		if differs(o.Current, target) {
-			p.Changes = append(p.Changes, Change{ID: o.ID, From: o.Current, To: target, Required: o.Required, Why: why})
-		}
-		h.Value = target
-		if !contains(h.Jobs, job) {
-			h.Jobs = append(h.Jobs, job)
-		}
-		p.State.Holders[key] = h
-		p.Holds = append(p.Holds, Hold{ID: o.ID, Expected: target})
-		held[key] = true
-	}
-	var earlier []Hold
-	for _, key := range slices.Sorted(maps.Keys(p.State.Holders)) {
-		if h := p.State.Holders[key]; contains(h.Jobs, job) && !held[key] {
-			earlier = append(earlier, Hold{ID: idOf(key, sorted), Expected: h.Value})
-		}
-	}
-	if len(earlier) > 0 {
-		current := map[string]knobval.Value{}
-		for _, o := range sorted {
-			if o.Err == nil {
-				current[o.ID.String()] = o.Current
-			}
-		}
-		rel := Release(job, earlier, current, nil, p.State)
-		p.Changes = append(p.Changes, rel.Changes...)
-		p.Warnings = append(p.Warnings, rel.Warnings...)
-		p.State = rel.State
-	}
-	return p
-}
-
-// Release plans an epilog's restore: the job lets go of the knobs it held;
-// a knob no other job holds goes back to its baseline (or to fallback, the
-// config's [defaults], when no baseline was recorded). current gives each
-// held knob's value now; a knob missing from it could not be read, and is
-// written anyway (Unread): a restore never depends on parsing what a job
-// or a killed run left in the file.
-func Release(job string, holds []Hold, current map[string]knobval.Value, fallback map[string]knobval.Value, st NodeState) *Plan {
-	p := &Plan{State: st.Clone()}
-	for _, hd := range holds {
-		key := hd.ID.String()
-		h := p.State.Holders[key]
-		h.Jobs = remove(h.Jobs, job)
-		if len(h.Jobs) > 0 {
-			p.State.Holders[key] = h
-			continue
-		}
-		delete(p.State.Holders, key)
-		target, ok := p.State.Baseline[key]
-		if !ok {
-			if target, ok = fallback[hd.ID.Name]; !ok {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: no baseline and no [defaults] value; left at its current value", hd.ID))
-				continue
-			}
-		}
-		cur, read := current[key]
-		if !read {
-			p.Changes = append(p.Changes, Change{ID: hd.ID, From: knobval.Unknown, To: target, Required: true, Why: "restore", Unread: true})
-			continue
-		}
-		if differs(cur, target) {
-			p.Changes = append(p.Changes, Change{ID: hd.ID, From: cur, To: target, Required: true, Why: "restore"})
-		}
-	}
-	return p
 }
 
 // idOf turns a knob ID string back into the ID, from the observed knobs
@@ -288,4 +208,14 @@ func remove(s []string, v string) []string {
 		}
 	}
 	return out
+}
+
+// About says what went wrong with a knob without naming it twice: knob
+// errors start with the knob's ID already.
+func About(id knobval.ID, err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, id.String()+": "); ok {
+		msg = rest
+	}
+	return fmt.Sprintf("%s: %s", id, msg)
 }

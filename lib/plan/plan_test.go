@@ -55,12 +55,12 @@ func TestBaselineNeverOverwrittenByTunedValue(t *testing.T) {
 		t.Fatalf("baseline overwritten: %v", p2.State.Baseline)
 	}
 	// Job 1 leaves: job 2 still holds it, nothing restored.
-	r1 := Release("1", p.Holds, map[string]knobval.Value{gov.String(): "performance"}, nil, p2.State)
+	r1 := Release("1", p.Holds, reads(map[string]knobval.Value{gov.String(): "performance"}), nil, p2.State)
 	if len(r1.Changes) != 0 || len(r1.State.Holders[gov.String()].Jobs) != 1 {
 		t.Fatalf("release with another holder: %+v %+v", r1.Changes, r1.State.Holders)
 	}
 	// Job 2 leaves: back to the baseline.
-	r2 := Release("2", p2.Holds, map[string]knobval.Value{gov.String(): "performance"}, nil, r1.State)
+	r2 := Release("2", p2.Holds, reads(map[string]knobval.Value{gov.String(): "performance"}), nil, r1.State)
 	if len(r2.Changes) != 1 || r2.Changes[0].To != "powersave" || len(r2.State.Holders) != 0 {
 		t.Fatalf("last release: %+v %+v", r2.Changes, r2.State.Holders)
 	}
@@ -69,7 +69,7 @@ func TestBaselineNeverOverwrittenByTunedValue(t *testing.T) {
 func TestConflictingJobsGetValueInForce(t *testing.T) {
 	p := ForJob("1", []Observed{{ID: thp, Current: "always", Desired: "madvise", HasDesired: true}}, empty())
 	p2 := ForJob("2", []Observed{{ID: thp, Current: "madvise", Desired: "never", HasDesired: true}}, p.State)
-	if len(p2.Changes) != 0 || len(p2.Warnings) != 1 || !strings.Contains(p2.Warnings[0], `keeping "madvise"`) {
+	if len(p2.Changes) != 0 || len(p2.Warnings) != 1 || !strings.Contains(p2.Warnings[0].Text, `keeping "madvise"`) {
 		t.Fatalf("conflict: changes %+v warnings %v", p2.Changes, p2.Warnings)
 	}
 	if p2.Holds[0].Expected != "madvise" {
@@ -95,13 +95,13 @@ func TestSkipsAndRequired(t *testing.T) {
 func TestReleaseFallsBackToDefaults(t *testing.T) {
 	st := empty()
 	st.Holders[gov.String()] = Holding{Value: "performance", Jobs: []string{"9"}}
-	r := Release("9", []Hold{{ID: gov, Expected: "performance"}}, map[string]knobval.Value{gov.String(): "performance"},
+	r := Release("9", []Hold{{ID: gov, Expected: "performance"}}, reads(map[string]knobval.Value{gov.String(): "performance"}),
 		map[string]knobval.Value{"cpu_governor": "schedutil"}, st)
 	if len(r.Changes) != 1 || r.Changes[0].To != "schedutil" {
 		t.Fatalf("%+v", r.Changes)
 	}
 	// Releasing twice is harmless (epilog retried).
-	r2 := Release("9", []Hold{{ID: gov, Expected: "performance"}}, map[string]knobval.Value{gov.String(): "schedutil"}, nil, r.State)
+	r2 := Release("9", []Hold{{ID: gov, Expected: "performance"}}, reads(map[string]knobval.Value{gov.String(): "schedutil"}), nil, r.State)
 	if len(r2.Changes) != 0 {
 		t.Errorf("second release changed %+v", r2.Changes)
 	}
@@ -115,11 +115,21 @@ func TestUnknownValuesAlwaysWritten(t *testing.T) {
 	if len(p.Changes) != 1 {
 		t.Fatalf("lock not applied: %+v", p.Changes)
 	}
-	r := Release("1", p.Holds, map[string]knobval.Value{clk.String(): knobval.Unknown}, nil, p.State)
+	r := Release("1", p.Holds, reads(map[string]knobval.Value{clk.String(): knobval.Unknown}), nil, p.State)
 	if len(r.Changes) != 1 || r.Changes[0].To != knobval.Unknown {
 		t.Fatalf("locked clocks not reset at the end: %+v", r.Changes)
 	}
 	if Drifted("1980,1980", knobval.Unknown) {
 		t.Error("an unreadable value reported as drift")
 	}
+}
+
+// reads is knobs as read now, by ID string, for Release.
+func reads(m map[string]knobval.Value) []Observed {
+	var out []Observed
+	for key, v := range m {
+		name, scope, _ := strings.Cut(key, "@")
+		out = append(out, Observed{ID: knobval.ID{Name: name, Scope: scope}, Current: v})
+	}
+	return out
 }
