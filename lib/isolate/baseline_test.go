@@ -6,7 +6,39 @@ import (
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/isolate/cgwriter"
+	"gpuprep/lib/knobval"
 )
+
+// The part-wise rules live in knobval.Form (lib/plan applies them to
+// housekeeping_cpus through ValueForm); these tests check them on real
+// cgroup trees, through the State and string forms the cgroups take.
+
+func Rebase(now State, to string, recorded, held *string) (string, string, error) {
+	b, u, err := ValueForm.Rebase(knobval.Parts(now), knobval.Value(to), valp(recorded), valp(held))
+	return string(b), string(u), err
+}
+
+func Named(now State, v string, held *string) (State, error) {
+	p, err := ValueForm.Narrow(knobval.Parts(now), knobval.Value(v), valp(held))
+	return State(p), err
+}
+
+func Holds(now State, v string) (bool, error) {
+	return ValueForm.Holds(knobval.Parts(now), knobval.Value(v))
+}
+
+func MergeBaselines(older, newer string) (string, error) {
+	v, err := ValueForm.Merge(knobval.Value(older), knobval.Value(newer))
+	return string(v), err
+}
+
+func valp(s *string) *knobval.Value {
+	if s == nil {
+		return nil
+	}
+	v := knobval.Value(*s)
+	return &v
+}
 
 // prologOf does what a prolog does to the housekeeping cgroups: it reads
 // them, works out the baseline and the undo of confining them to to, and

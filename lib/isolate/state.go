@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/knobval"
 )
 
 // State maps each confined cgroup (path below the hierarchy's mount) to its
@@ -30,49 +31,44 @@ type State map[string]string
 // the cgroups back (the baseline, a change's undo) is per-cgroup always,
 // naming only the cgroups gpuprep wrote: see baseline.go.
 
-// Format is s in canonical form.
-func (s State) Format() string {
-	keys := slices.Sorted(maps.Keys(s))
-	if len(keys) == 0 {
-		return ""
+// ValueForm is how a State is written as one Value (knobval.Form): keys
+// are cgroup paths, one part each, summed up where every cgroup holds the
+// same. lib/plan keeps the knob's baseline and undo part by part through
+// it (knobval's Rebase, Narrow, Merge).
+var ValueForm = knobval.Form{What: "housekeeping value", Summed: true, Check: checkPart}
+
+// checkPart checks one cgroup's part of a Value (cg "" for a uniform
+// Value): a relative path without "..", and a CPU list, which it returns
+// in canonical form.
+func checkPart(cg, list string) (string, error) {
+	if cg != "" && (strings.Contains(cg, "..") || strings.HasPrefix(cg, "/")) {
+		return "", fmt.Errorf("%q is not <cgroup>=<cpus>", cg+"="+list)
 	}
-	same := true
-	for _, k := range keys[1:] {
-		same = same && s[k] == s[keys[0]]
+	set, err := cpuset.Parse(list)
+	if err != nil && cg != "" {
+		return "", fmt.Errorf("%s: %w", cg, err)
 	}
-	if same {
-		return s[keys[0]]
+	if err != nil {
+		return "", err
 	}
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + s[k]
-	}
-	return strings.Join(parts, ";")
+	return set.String(), nil
 }
 
+// Format is s in canonical form.
+func (s State) Format() string { return string(ValueForm.Format(knobval.Parts(s))) }
+
+// FormatPerCgroup is s with every cgroup named, even where all hold the
+// same ("init.scope=;user.slice="); "" when s is empty.
+func (s State) FormatPerCgroup() string { return string(ValueForm.FormatEach(knobval.Parts(s))) }
+
 // ParseValue reads a Value: uniform (a CPU list, or "") or per-cgroup.
-// uniform is false for a per-cgroup one, whose cgroups are in per.
+// per is nil for a uniform one, else it holds the cgroups.
 func ParseValue(v string) (cpus string, per State, err error) {
-	if !strings.Contains(v, "=") {
-		set, err := cpuset.Parse(v)
-		if err != nil {
-			return "", nil, fmt.Errorf("housekeeping value: %w", err)
-		}
-		return set.String(), nil, nil
+	all, each, err := ValueForm.Parse(knobval.Value(v))
+	if each == nil {
+		return all, nil, err
 	}
-	per = State{}
-	for _, part := range strings.Split(v, ";") {
-		cg, list, ok := strings.Cut(part, "=")
-		if !ok || cg == "" || strings.Contains(cg, "..") || strings.HasPrefix(cg, "/") {
-			return "", nil, fmt.Errorf("housekeeping value: %q is not <cgroup>=<cpus>", part)
-		}
-		set, err := cpuset.Parse(list)
-		if err != nil {
-			return "", nil, fmt.Errorf("housekeeping value: %s: %w", cg, err)
-		}
-		per[cg] = set.String()
-	}
-	return "", per, nil
+	return "", State(each), err
 }
 
 // Read reads what every target cgroup holds now. A target that vanishes

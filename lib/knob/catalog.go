@@ -27,6 +27,11 @@ type Env struct {
 	UID, GID int
 	// MPS is how the mps knob runs its daemons (mps.go).
 	MPS MPSEnv
+	// Settings gives the job's profile's settings in canonical form (as
+	// Desired takes them; config.Knobs.Setting): knobs that depend on
+	// another setting of the profile (irq_affinity on housekeeping_cpus)
+	// read it through Run. nil: no profile (an epilog).
+	Settings func(name string) (string, bool)
 }
 
 // Catalog returns every knob in scope: the node knobs (NodeKnobNames
@@ -34,24 +39,21 @@ type Env struct {
 // order) when env.GPU is set. Knobs absent on the node are included; their Read says
 // ErrUnsupported. Building it reads at most the online CPU list.
 func Catalog(env Env) []Knob {
-	return append(nodeKnobsWith(env.Root, env.CPUs, env.Isolation), gpuKnobsOf(env)...)
+	r := newRun(env, env.Root)
+	r.job = true
+	out := r.nodeKnobs()
+	if env.GPU != nil {
+		for _, d := range env.GPUs {
+			out = append(out, r.gpuKnobs(d)...)
+		}
+	}
+	return out
 }
 
 // NodeKnobs returns the node knobs over root for cpus (empty: the online
 // CPUs).
 func NodeKnobs(root host.Root, cpus cpuset.Set) []Knob {
 	return nodeKnobs(root, cpus)
-}
-
-func gpuKnobsOf(env Env) []Knob {
-	if env.GPU == nil {
-		return nil
-	}
-	var out []Knob
-	for _, d := range env.GPUs {
-		out = append(out, gpuKnobsFor(env.GPU, d, &env)...)
-	}
-	return out
 }
 
 // Find returns the knob with the given ID, or nil.

@@ -37,21 +37,21 @@ var (
 )
 
 func init() {
-	register(Def{
-		Name: "cpu_governor", Scope: ScopeNode, Order: 10,
+	Register(Def{
+		Name: "cpu_governor", Kind: NodeKind, Order: 10,
 		Example: `"performance"`,
 		Doc:     "cpufreq scaling_governor of every CPU in scope (reads and writes cpu<N>/cpufreq/scaling_governor); a governor name",
 		Decode:  decodeOneOf(governors...),
 		Writes:  cpufreqWrites("scaling_governor"),
-		node:    func(f files, cpus *cpuScope) Knob { return newGovernor(f, cpus) },
+		New:     func(r *Run, _ ID) Knob { return newGovernor(r.f, r.cpus) },
 	})
-	register(Def{
-		Name: "energy_performance_preference", Scope: ScopeNode, Order: 20,
+	Register(Def{
+		Name: "energy_performance_preference", Kind: NodeKind, Order: 20,
 		Example: `"balance_performance"`,
 		Doc:     "cpufreq energy_performance_preference of every CPU in scope (reads and writes cpu<N>/cpufreq/energy_performance_preference); a name or \"0\"..\"255\"",
 		Decode:  decodeEPP,
 		Writes:  cpufreqWrites("energy_performance_preference"),
-		node:    func(f files, cpus *cpuScope) Knob { return newEPP(f, cpus) },
+		New:     func(r *Run, _ ID) Knob { return newEPP(r.f, r.cpus) },
 	})
 }
 

@@ -38,8 +38,8 @@ type cstateKnob struct {
 const maxCStateUS = 1000000
 
 func init() {
-	register(Def{
-		Name: "cstate_max_latency_us", Scope: ScopeNode, Order: 30,
+	Register(Def{
+		Name: "cstate_max_latency_us", Kind: NodeKind, Order: 30,
 		Example: `10`,
 		Doc: "disables the idle states whose exit latency exceeds the limit on every CPU in scope " +
 			"(reads cpu<N>/cpuidle/state<K>/latency, reads and writes .../disable); µs 0..1000000, -1 = leave alone",
@@ -55,7 +55,7 @@ func init() {
 		},
 		LeaveAlone: "-1",
 		Writes:     []string{"sys/devices/system/cpu/cpu<N>/cpuidle/state<N>/disable"},
-		node:       func(f files, cpus *cpuScope) Knob { return newCState(f, cpus) },
+		New:        func(r *Run, _ ID) Knob { return newCState(r.f, r.cpus) },
 	})
 }
 

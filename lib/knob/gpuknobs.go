@@ -27,7 +27,7 @@ type gpuKnob struct {
 	id    ID
 	b     gpuControl
 	index int
-	env   *Env // the node and the job (Catalog); nil without one (GPUKnobs)
+	run   *Run // the run that built it
 }
 
 // maxPowerW bounds gpu_power_limit_w in the configuration.
@@ -39,25 +39,25 @@ func init() {
 		Example: `true`,
 		Doc:     "persistence mode (reads the GPU's settings, SetPersistence); true or false",
 		Decode:  decodeOnOff,
-		gpu:     func(b gpuKnob) Knob { return &persistenceKnob{b} },
+		New:     func(r *Run, id ID) Knob { return &persistenceKnob{r.gpuBase(id)} },
 	}, {
 		Name: "gpu_compute_mode", Order: 1020,
 		Example: `"exclusive_process"`,
 		Doc:     "compute mode (reads the GPU's settings, SetComputeMode); " + strings.Join(computeModes, ", "),
 		Decode:  decodeOneOf(computeModes...),
-		gpu:     func(b gpuKnob) Knob { return &computeModeKnob{b} },
+		New:     func(r *Run, id ID) Knob { return &computeModeKnob{r.gpuBase(id)} },
 	}, {
 		Name: "gpu_locked_clocks_mhz", Order: 1030,
 		Example: `[1980, 1980]`,
 		Doc:     "locked SM clock range (SetLockedClocks, ResetLockedClocks; cannot be read back); [min, max] in MHz, [] = unlocked",
 		Decode:  decodeLockedClocks,
-		gpu:     func(b gpuKnob) Knob { return &lockedClocksKnob{b} },
+		New:     func(r *Run, id ID) Knob { return &lockedClocksKnob{r.gpuBase(id)} },
 	}, {
 		Name: "gpu_app_clocks_mhz", Order: 1040,
 		Example: `{mem = 2619, sm = 1980}`,
 		Doc:     "application clocks (reads the GPU's settings, SetApplicationClocks, ResetApplicationClocks); {mem, sm} in MHz, {} = the driver's default",
 		Decode:  decodeAppClocks,
-		gpu:     func(b gpuKnob) Knob { return &appClocksKnob{b} },
+		New:     func(r *Run, id ID) Knob { return &appClocksKnob{r.gpuBase(id)} },
 	}, {
 		Name: "gpu_power_limit_w", Order: 1050,
 		Example: `500`,
@@ -69,10 +69,10 @@ func init() {
 			}
 			return s, err
 		},
-		gpu: func(b gpuKnob) Knob { return &powerKnob{b} },
+		New: func(r *Run, id ID) Knob { return &powerKnob{r.gpuBase(id)} },
 	}} {
-		d.Scope = ScopeGPU
-		register(d)
+		d.Kind = GPUKind
+		Register(d)
 	}
 }
 

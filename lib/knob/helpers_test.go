@@ -3,6 +3,7 @@ package knob
 import (
 	"errors"
 	"fmt"
+	"gpuprep/lib/knobval"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -136,13 +137,35 @@ func get(t testing.TB, r host.Root, p string) string {
 	return s
 }
 
+// mustRead reads k as plans compare it: a part-wise knob's value summed
+// up (Def.PartWise).
 func mustRead(t testing.TB, k Knob) Value {
 	t.Helper()
 	v, err := k.Read()
 	if err != nil {
 		t.Fatalf("%s: Read: %v", k.ID(), err)
 	}
+	if d, _ := Lookup(k.ID().Name); d.PartWise != nil {
+		if v, err = d.PartWise.Sum(v); err != nil {
+			t.Fatalf("%s: Read: %v", k.ID(), err)
+		}
+	}
 	return v
+}
+
+// readParts reads a part-wise knob part by part.
+func readParts(t testing.TB, k Knob) knobval.Parts {
+	t.Helper()
+	d, _ := Lookup(k.ID().Name)
+	v, err := k.Read()
+	if err != nil {
+		t.Fatalf("%s: Read: %v", k.ID(), err)
+	}
+	_, each, err := d.PartWise.Parse(v)
+	if err != nil || each == nil {
+		t.Fatalf("%s: Read = %q does not name its parts (%v)", k.ID(), v, err)
+	}
+	return each
 }
 
 func mustDesired(t testing.TB, k Knob, setting string) Value {

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
-	"gpuprep/lib/host"
 	"gpuprep/lib/isolate"
-	"gpuprep/lib/topo"
 )
 
 // housekeepingKnob is housekeeping_cpus: the CPUs host services are
@@ -22,19 +19,18 @@ import (
 // job outside the housekeeping CPUs is drift. Apply restores a per-cgroup
 // Value cgroup by cgroup, skipping those that vanished.
 //
-// It is a Rebaser: the baseline it leaves and the undo of each change are
-// per cgroup always (isolate.Rebase), the cgroups gpuprep wrote each with
-// what it held before, so a restore never writes a cgroup that appeared
-// during the job (isolate.Named says what an older, uniform baseline
-// writes).
+// It is part-wise (Def.PartWise, isolate.ValueForm): Read names every
+// cgroup, plans compare the summed-up form, and the planner keeps the
+// baseline and the undo of each change per cgroup, the cgroups gpuprep
+// wrote each with what it held before, so a restore never writes a cgroup
+// that appeared during the job.
 //
 // It is unsupported where the node has no usable cpuset controller or no
 // service cgroup to confine.
 type housekeepingKnob struct {
-	id   ID
-	f    files
-	root host.Root
-	opt  isolate.Options
+	id  ID
+	run *Run
+	opt isolate.Options
 	// h and hErr are the hierarchy opened by the first call (Read,
 	// Rebase, Apply of one run): where slurmd and the jobs run is looked
 	// up once per knob (a /proc scan and a walk of the cgroup tree), not
@@ -44,8 +40,8 @@ type housekeepingKnob struct {
 }
 
 func init() {
-	register(Def{
-		Name: "housekeeping_cpus", Scope: ScopeNode, Order: 200, Example: `"0-3"`,
+	Register(Def{
+		Name: housekeepingName, Kind: NodeKind, Order: 200, Example: `"0-3"`,
 		Doc: "host services confined to these CPUs (cpuset.cpus of the service cgroups under /sys/fs/cgroup); " +
 			`a CPU list, {cores_per_numa = N} or {cores_per_socket = N} (whole cores, SMT siblings together), "" for all CPUs`,
 		Decode: decodeHousekeeping,
@@ -60,7 +56,8 @@ func init() {
 			"sys/fs/cgroup/<*>/<*>/cgroup.procs",
 			"sys/fs/cgroup/<*>/<*>/cpuset.mems",
 		},
-		node: func(f files, sc *cpuScope) Knob { return newHousekeeping(f, sc.isolation) },
+		New:      func(r *Run, _ ID) Knob { return newHousekeeping(r) },
+		PartWise: &isolate.ValueForm,
 	})
 }
 
@@ -92,12 +89,11 @@ func decodeHousekeeping(raw any) (string, error) {
 	return "", errType(`a CPU list string or a table {cores_per_numa = N}`)
 }
 
-func newHousekeeping(f files, opt isolate.Options) *housekeepingKnob {
-	k := &housekeepingKnob{id: ID{Name: "housekeeping_cpus", Scope: NodeScope}, f: f, opt: opt}
-	if d, ok := f.(interface{ Dir() string }); ok {
-		k.root = host.NewRoot(d.Dir())
-	}
-	return k
+// housekeepingName is the knob's key.
+const housekeepingName = "housekeeping_cpus"
+
+func newHousekeeping(r *Run) *housekeepingKnob {
+	return &housekeepingKnob{id: ID{Name: housekeepingName, Scope: NodeScope}, run: r, opt: r.Isolation()}
 }
 
 func (k *housekeepingKnob) ID() ID { return k.id }
@@ -112,10 +108,11 @@ func (k *housekeepingKnob) hierarchy() (*isolate.Hierarchy, error) {
 }
 
 func (k *housekeepingKnob) open() (*isolate.Hierarchy, error) {
-	if k.root.Dir() == "" {
+	root := k.run.Root()
+	if root.Dir() == "" {
 		return nil, fmt.Errorf("%s: no root directory: %w", k.id, ErrUnsupported)
 	}
-	h, err := isolate.Open(k.root)
+	h, err := isolate.Open(root)
 	if errors.Is(err, isolate.ErrNoCpuset) {
 		return nil, fmt.Errorf("%s: %v: %w", k.id, err, ErrUnsupported)
 	}
@@ -132,44 +129,19 @@ func (k *housekeepingKnob) open() (*isolate.Hierarchy, error) {
 	return h, nil
 }
 
-// Read reads cpuset.cpus of every cgroup to confine.
+// Read reads cpuset.cpus of every cgroup to confine, each cgroup named
+// (the knob is part-wise).
 func (k *housekeepingKnob) Read() (Value, error) {
 	st, err := k.read()
 	if err != nil {
 		return "", err
 	}
-	return Value(st.Format()), nil
+	return Value(st.FormatPerCgroup()), nil
 }
 
-// Desired resolves the setting on this node: an explicit CPU list must be
-// online; N cores per NUMA node or socket are found from the node's
-// topology (lib/topo).
+// Desired resolves the setting on this node (Run.ResolveHousekeeping).
 func (k *housekeepingKnob) Desired(setting string) (Value, error) {
-	spec, err := isolate.ParseSpec(setting)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", k.id, err)
-	}
-	if spec == "" {
-		return "", nil
-	}
-	n := &topo.Node{}
-	switch {
-	case strings.Contains(string(spec), ":") && k.root.Dir() != "":
-		// Whole cores: the node's topology.
-		if n, err = topo.Discover(k.root, nil, topo.Options{}); err != nil {
-			return "", fmt.Errorf("%s: %w", k.id, err)
-		}
-	default:
-		// A CPU list: only the online CPUs are needed.
-		online, err := topo.OnlineCPUs(k.f)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", k.id, err)
-		}
-		for _, c := range online.List() {
-			n.CPUs = append(n.CPUs, topo.CPU{ID: c})
-		}
-	}
-	set, err := isolate.Housekeeping(spec, n)
+	set, err := k.run.ResolveHousekeeping(setting)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k.id, err)
 	}
@@ -200,62 +172,3 @@ func (k *housekeepingKnob) read() (isolate.State, error) {
 	}
 	return st, nil
 }
-
-// Merge joins two per-cgroup baselines (isolate.MergeBaselines).
-func (k *housekeepingKnob) Merge(older, newer Value) (Value, error) {
-	v, err := isolate.MergeBaselines(string(older), string(newer))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", k.id, err)
-	}
-	return Value(v), nil
-}
-
-// Holds says whether the cgroups hold v now, per cgroup or uniform
-// (isolate.Holds).
-func (k *housekeepingKnob) Holds(v Value) (bool, error) {
-	now, err := k.read()
-	if err != nil {
-		return false, err
-	}
-	ok, err := isolate.Holds(now, string(v))
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", k.id, err)
-	}
-	return ok, nil
-}
-
-// Rebase reads every target's cpuset.cpus and returns the per-cgroup
-// baseline to keep and the per-cgroup undo of changing them to to
-// (isolate.Rebase).
-func (k *housekeepingKnob) Rebase(to Value, recorded, held *Value) (baseline, undo Value, err error) {
-	now, err := k.read()
-	if err != nil {
-		return "", "", err
-	}
-	b, u, err := isolate.Rebase(now, string(to), (*string)(recorded), (*string)(held))
-	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", k.id, err)
-	}
-	return Value(b), Value(u), nil
-}
-
-// Restoring is what restoring to writes while held is in force: a
-// per-cgroup value as it is; a uniform one only to the cgroups that hold
-// held now (isolate.Named).
-func (k *housekeepingKnob) Restoring(to, held Value) (Value, bool, error) {
-	if strings.Contains(string(to), "=") {
-		return to, true, nil
-	}
-	now, err := k.read()
-	if err != nil {
-		return "", false, err
-	}
-	h := string(held)
-	named, err := isolate.Named(now, string(to), &h)
-	if err != nil {
-		return "", false, fmt.Errorf("%s: %w", k.id, err)
-	}
-	return Value(named.FormatPerCgroup()), len(named) > 0, nil
-}
-
-var _ Rebaser = (*housekeepingKnob)(nil)

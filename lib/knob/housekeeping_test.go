@@ -82,7 +82,7 @@ func TestHousekeepingKnob(t *testing.T) {
 	}
 }
 
-// The knob as lib/hook uses it to put the services back (Rebaser): the
+// The knob as lib/plan uses it to put the services back (Def.PartWise): the
 // baseline of confining services that had no cpuset of their own names
 // each of them, so restoring it leaves a unit started during the job with
 // its own CPUs (100-110) alone; a uniform value (an older gpuprep's
@@ -91,15 +91,20 @@ func TestHousekeepingRestoresOnlyItsCgroups(t *testing.T) {
 	root := knobRoot(t, "dgxh100")
 	addServices(t, root)
 	k := Find(Catalog(Env{Root: root, Isolation: isolate.Options{Writer: cgwriter.Writer{}}}), ID{Name: "housekeeping_cpus", Scope: NodeScope})
-	r, ok := k.(Rebaser)
-	if !ok {
-		t.Fatal("housekeeping_cpus is not a Rebaser")
+	d, _ := Lookup("housekeeping_cpus")
+	form := d.PartWise
+	if form == nil {
+		t.Fatal("housekeeping_cpus is not part-wise")
+	}
+	restoring := func(to, held Value) (Value, bool, error) {
+		named, err := form.Narrow(readParts(t, k), to, &held)
+		return form.FormatEach(named), len(named) > 0, err
 	}
 	const hk = "0-3"
 	if base := mustRead(t, k); base != "" {
 		t.Fatalf("Read before = %q, want \"\"", base)
 	}
-	baseline, undo, err := r.Rebase(hk, nil, nil)
+	baseline, undo, err := form.Rebase(readParts(t, k), hk, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +117,11 @@ func TestHousekeepingRestoresOnlyItsCgroups(t *testing.T) {
 	}
 	set(t, root, "/sys/fs/cgroup/system.slice/backup.service/cgroup.controllers", "cpuset cpu")
 	set(t, root, "/sys/fs/cgroup/system.slice/backup.service/cpuset.cpus", "100-110")
-	v, write, err := r.Restoring("", hk)
+	v, write, err := restoring("", hk)
 	if err != nil || !write || v != "init.scope=;system.slice/cron.service=;system.slice/sshd.service=;user.slice=" {
 		t.Errorf("Restoring(\"\") = %q, %v, %v; want the confined cgroups only", v, write, err)
 	}
-	if v, write, _ := r.Restoring(hk, hk); write {
+	if v, write, _ := restoring(hk, hk); write {
 		t.Errorf("Restoring the housekeeping CPUs themselves = %q, want nothing to write", v)
 	}
 	mustApply(t, k, baseline)

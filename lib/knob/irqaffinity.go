@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"slices"
+	"strconv"
 	"strings"
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
 	"gpuprep/lib/irq"
-	"gpuprep/lib/isolate"
+	"gpuprep/lib/knobval"
 	"gpuprep/lib/topo"
 )
 
@@ -39,16 +39,16 @@ type irqAffinityKnob struct {
 	id  ID
 	f   files
 	log *slog.Logger
-	// housekeeping resolves a housekeeping_cpus setting on this node.
-	housekeeping *housekeepingKnob
-	root         host.Root
+	// run gives the profile's housekeeping CPUs, resolved once per run.
+	run  *Run
+	root host.Root
 	// signal sends irqbalance SIGHUP (a rescan); nil: only on the host.
 	signal func(pid int) error
 }
 
 func init() {
-	register(Def{
-		Name: "irq_affinity", Scope: ScopeNode, Order: 210, Example: `true`,
+	Register(Def{
+		Name: "irq_affinity", Kind: NodeKind, Order: 210, Example: `true`,
 		Doc: "device interrupts on their own NUMA node's CPUs (GPUs, HCAs; /proc/irq/<n>/smp_affinity_list), and, " +
 			"with housekeeping_cpus set, every other movable interrupt off the jobs' CPUs onto the housekeeping CPUs; true or false",
 		Decode:     decodeOnOff,
@@ -57,20 +57,12 @@ func init() {
 			"proc/irq/<N>/smp_affinity_list",
 			"run/gpuprep/irq-placed",
 		},
-		node: func(f files, sc *cpuScope) Knob { return newIRQAffinity(f, sc.isolation) },
+		New: func(r *Run, _ ID) Knob { return newIRQAffinity(r) },
 	})
 }
 
-func newIRQAffinity(f files, opt isolate.Options) *irqAffinityKnob {
-	k := &irqAffinityKnob{id: ID{Name: "irq_affinity", Scope: NodeScope}, f: f, log: opt.Log,
-		housekeeping: newHousekeeping(f, opt)}
-	if d, ok := f.(interface{ Dir() string }); ok {
-		k.root = host.NewRoot(d.Dir())
-	}
-	if k.log == nil {
-		k.log = slog.New(slog.DiscardHandler)
-	}
-	return k
+func newIRQAffinity(r *Run) *irqAffinityKnob {
+	return &irqAffinityKnob{id: ID{Name: "irq_affinity", Scope: NodeScope}, f: r.f, log: r.Log(), run: r, root: r.Root()}
 }
 
 func (k *irqAffinityKnob) ID() ID { return k.id }
@@ -116,32 +108,21 @@ func (k *irqAffinityKnob) Read() (Value, error) {
 	return formatIRQValue(now), nil
 }
 
-// Desired is the placement without housekeeping CPUs: device IRQs on their
-// node. DesiredIn adds the profile's housekeeping_cpus.
-func (k *irqAffinityKnob) Desired(setting string) (Value, error) {
-	return k.DesiredIn(setting, func(string) (string, bool) { return "", false })
-}
-
-// DesiredIn computes the placement (irq.Place) from the node as it is
+// Desired computes the placement (irq.Place) from the node as it is
 // without gpuprep's placement: /proc/interrupts, each IRQ's affinity (a
 // placed IRQ's as it was before), the GPUs and HCAs on the bus, and the
-// housekeeping CPUs the profile's housekeeping_cpus resolves to here.
-func (k *irqAffinityKnob) DesiredIn(setting string, profile func(name string) (string, bool)) (Value, error) {
+// housekeeping CPUs the job's profile's housekeeping_cpus resolves to
+// here (Run.Housekeeping; none: device IRQs on their node only).
+func (k *irqAffinityKnob) Desired(setting string) (Value, error) {
 	if setting != string(onOff(true)) {
 		return "", fmt.Errorf("%s: %w", k.id, ErrLeaveAlone)
 	}
 	if err := k.check(); err != nil {
 		return "", err
 	}
-	var hk cpuset.Set
-	if spec, ok := profile(k.housekeeping.id.Name); ok {
-		v, err := k.housekeeping.Desired(spec)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", k.id, err)
-		}
-		if hk, err = cpuset.Parse(string(v)); err != nil {
-			return "", fmt.Errorf("%s: housekeeping CPUs %q: %w", k.id, v, err)
-		}
+	hk, _, err := k.run.Housekeeping()
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", k.id, housekeepingName, err)
 	}
 	in, err := k.input(hk)
 	if err != nil {
@@ -229,51 +210,39 @@ func (k *irqAffinityKnob) input(hk cpuset.Set) (irq.Input, error) {
 	return in, nil
 }
 
-// formatIRQValue groups IRQs by CPU set: "60-61,64=0-1;160=2-3", groups
-// ordered by their lowest IRQ; "" for none.
+// irqForm is irq_affinity's Value as a knobval.Form: numbered keys (IRQs)
+// grouped by the CPUs each holds, "60-61,64=0-1;160=2-3", groups ordered
+// by their lowest IRQ, "" for none; never summed up.
+var irqForm = knobval.Form{What: "irq_affinity value", Numbered: true, Check: checkIRQCPUs}
+
+// checkIRQCPUs checks an IRQ's CPUs: a CPU list naming at least one.
+func checkIRQCPUs(_, cpus string) (string, error) {
+	cs, err := cpuset.Parse(cpus)
+	if err != nil || cs.IsEmpty() {
+		return "", fmt.Errorf("%q is not a placement such as \"60-61=0-1;160=2-3\"", clip(cpus))
+	}
+	return cs.String(), nil
+}
+
+// formatIRQValue is the Value of a placement, each IRQ with its CPUs.
 func formatIRQValue(m map[int]cpuset.Set) Value {
-	groups := map[string][]int{}
+	p := make(knobval.Parts, len(m))
 	for n, cpus := range m {
-		s := cpus.String()
-		groups[s] = append(groups[s], n)
+		p[strconv.Itoa(n)] = cpus.String()
 	}
-	type group struct {
-		irqs cpuset.Set
-		cpus string
-	}
-	var gs []group
-	for cpus, irqs := range groups {
-		gs = append(gs, group{cpuset.New(irqs...), cpus})
-	}
-	slices.SortFunc(gs, func(a, b group) int { return a.irqs.Min() - b.irqs.Min() })
-	parts := make([]string, len(gs))
-	for i, g := range gs {
-		parts[i] = g.irqs.String() + "=" + g.cpus
-	}
-	return Value(strings.Join(parts, ";"))
+	return irqForm.Format(p)
 }
 
 // parseIRQValue reads formatIRQValue's text back.
 func parseIRQValue(v Value) (map[int]cpuset.Set, error) {
-	out := map[int]cpuset.Set{}
-	if v == "" {
-		return out, nil
+	_, each, err := irqForm.Parse(v)
+	if err != nil {
+		return nil, err
 	}
-	for _, part := range strings.Split(string(v), ";") {
-		irqs, cpus, ok := strings.Cut(part, "=")
-		is, err1 := cpuset.Parse(irqs)
-		cs, err2 := cpuset.Parse(cpus)
-		if !ok || err1 != nil || err2 != nil || is.IsEmpty() || cs.IsEmpty() {
-			return nil, fmt.Errorf("%q is not a placement such as \"60-61=0-1;160=2-3\"", clip(part))
-		}
-		for _, n := range is.List() {
-			if _, dup := out[n]; dup {
-				return nil, fmt.Errorf("IRQ %d placed twice in %q", n, clip(string(v)))
-			}
-			out[n] = cs
-		}
+	out := make(map[int]cpuset.Set, len(each))
+	for k, cpus := range each {
+		n, _ := strconv.Atoi(k)
+		out[n], _ = cpuset.Parse(cpus)
 	}
 	return out, nil
 }
-
-var _ ProfileDependent = (*irqAffinityKnob)(nil)

@@ -98,6 +98,15 @@ func irqKnob(t *testing.T) (*irqAffinityKnob, host.Root) {
 	return k, r
 }
 
+// desiredIn is k's Desired in a run whose profile is profile.
+func desiredIn(k *irqAffinityKnob, setting string, profile func(string) (string, bool)) (Value, error) {
+	env := k.run.env
+	env.Settings = profile
+	k2 := *k
+	k2.run = newRun(env, k.f)
+	return k2.Desired(setting)
+}
+
 func hkProfile(spec string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		if name == "housekeeping_cpus" && spec != "" {
@@ -120,21 +129,21 @@ func TestIRQAffinityDesired(t *testing.T) {
 	if v := mustDesired(t, k, "on"); v != "60-61=0-55,112-167;160-161,170=56-111,168-223" {
 		t.Errorf("without housekeeping: %q", v)
 	}
-	v, err := k.DesiredIn("on", hkProfile("0-1,56-57"))
+	v, err := desiredIn(k, "on", hkProfile("0-1,56-57"))
 	if err != nil || v != "4,30=0-1,56-57;60-61=0-1;160-161,170=56-57" {
 		t.Errorf("with housekeeping 0-1,56-57: %q, %v", v, err)
 	}
 	// Whole cores per NUMA node, resolved as housekeeping_cpus resolves
 	// them (knobRoot leaves out the CPUs' topology folders: no SMT
 	// siblings here).
-	v, err = k.DesiredIn("on", hkProfile("cores_per_numa:1"))
+	v, err = desiredIn(k, "on", hkProfile("cores_per_numa:1"))
 	if err != nil || v != "4,30=0,56;60-61=0;160-161,170=56" {
 		t.Errorf("with one core per node: %q, %v", v, err)
 	}
 	if _, err := k.Desired("off"); !errors.Is(err, ErrLeaveAlone) {
 		t.Errorf("off: %v, want leave alone", err)
 	}
-	if _, err := k.DesiredIn("on", hkProfile("0-999")); err == nil {
+	if _, err := desiredIn(k, "on", hkProfile("0-999")); err == nil {
 		t.Error("housekeeping CPUs beyond the node: no error")
 	}
 }
@@ -148,7 +157,7 @@ func TestIRQAffinityApplyRestore(t *testing.T) {
 	if v := mustRead(t, k); v != "" {
 		t.Fatalf("baseline %q", v)
 	}
-	want, _ := k.DesiredIn("on", hkProfile("0-1,56-57"))
+	want, _ := desiredIn(k, "on", hkProfile("0-1,56-57"))
 	mustApply(t, k, want)
 	for n, cpus := range map[int]string{4: "0-1,56-57", 30: "0-1,56-57", 60: "0-1", 161: "56-57", 170: "56-57", 40: "0-223"} {
 		if got := affinity(t, r, n); got != cpus {
@@ -164,7 +173,7 @@ func TestIRQAffinityApplyRestore(t *testing.T) {
 	}
 	// The plan of a later job is the same placement (computed from what
 	// the IRQs held before gpuprep), so the jobs share one Value.
-	if again, _ := k.DesiredIn("on", hkProfile("0-1,56-57")); again != want {
+	if again, _ := desiredIn(k, "on", hkProfile("0-1,56-57")); again != want {
 		t.Errorf("Desired after Apply %q, want %q", again, want)
 	}
 	// Someone moves one: Read shows it (drift).

@@ -70,27 +70,3 @@ var ErrLeaveAlone = errors.New("leave alone")
 // Unknown is the Value of a knob that can be set but not read back; see
 // knobval.Unknown.
 const Unknown = knobval.Unknown
-
-// ProfileDependent is a knob whose wanted value depends on other settings
-// of the job's profile: irq_affinity moves IRQs onto the CPUs
-// housekeeping_cpus names. profile returns a setting of the same profile
-// in canonical form, as Desired takes it.
-type ProfileDependent interface {
-	DesiredIn(setting string, profile func(name string) (string, bool)) (Value, error)
-}
-
-// DesiredIn is k's DesiredIn where k is ProfileDependent, else
-// k.Desired(setting).
-func DesiredIn(k Knob, setting string, profile func(name string) (string, bool)) (Value, error) {
-	if d, ok := k.(ProfileDependent); ok {
-		return d.DesiredIn(setting, profile)
-	}
-	return k.Desired(setting)
-}
-
-// Conflicter is a knob that words the warning for a job wanting another
-// value than the one other jobs hold (plan.Observed.OnConflict), and says
-// whether the job holds the value kept (the shared rule) or goes without.
-type Conflicter interface {
-	Conflict(job string, wants, held Value, others []string) (warning string, hold bool)
-}

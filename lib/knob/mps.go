@@ -13,6 +13,7 @@ import (
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/mps"
+	"gpuprep/lib/plan"
 )
 
 // mps, one per GPU of the job (scope GPUScope(uuid)): an NVIDIA MPS control
@@ -72,50 +73,46 @@ const (
 	mpsApplyTimeout = 60 * time.Second
 )
 
-// WithoutMPS is in the warning of a job that runs without MPS because the
-// GPU's daemon serves another user: lib/hook passes such warnings on to
-// the job's user.
-const WithoutMPS = "runs without MPS"
-
 func init() {
-	register(Def{
-		Name: "mps", Order: 1100, Scope: ScopeGPU,
+	Register(Def{
+		Name: "mps", Order: 1100, Kind: GPUKind,
 		Example:    `true`,
 		Doc:        "an NVIDIA MPS control daemon for the job's user on each of its GPUs (nvidia-cuda-mps-control; CUDA_MPS_PIPE_DIRECTORY=" + mps.DefaultBase + "/<user>-<key>/pipe); true, false = leave alone",
 		Decode:     decodeOnOff,
 		LeaveAlone: string(onOff(false)),
-		gpu:        func(b gpuKnob) Knob { return &mpsKnob{b} },
+		New:        func(r *Run, id ID) Knob { return &mpsKnob{r.gpuBase(id)} },
+		GoWithout:  withoutMPS,
 	})
 }
 
 func (k *mpsKnob) uuid() string {
-	u, _ := strings.CutPrefix(k.id.Scope, "gpu:")
+	u, _ := k.id.GPU()
 	return u
 }
 
 func (k *mpsKnob) key() (string, error) { return mps.Key([]string{k.uuid()}) }
 
 func (k *mpsKnob) base() string {
-	if k.env.MPS.Base != "" {
-		return k.env.MPS.Base
+	if k.run.env.MPS.Base != "" {
+		return k.run.env.MPS.Base
 	}
-	return k.env.Root.Path(mps.DefaultBase)
+	return k.run.env.Root.Path(mps.DefaultBase)
 }
 
 // control is Env.MPS.Control, or an mps.Exec of the node's program; no
 // program is ErrUnsupported.
 func (k *mpsKnob) control() (mps.Control, error) {
-	if k.env == nil {
+	if !k.run.job {
 		return nil, fmt.Errorf("%s: no job: %w", k.id, ErrUnsupported)
 	}
-	if k.env.MPS.Control != nil {
-		return k.env.MPS.Control, nil
+	if k.run.env.MPS.Control != nil {
+		return k.run.env.MPS.Control, nil
 	}
-	bin, err := mps.Find(k.env.Root)
+	bin, err := mps.Find(k.run.env.Root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", k.id, ErrUnsupported, err)
 	}
-	return &mps.Exec{Bin: bin, Proc: host.NewRoot("/"), Launcher: k.env.MPS.Launcher, Log: k.env.MPS.Log}, nil
+	return &mps.Exec{Bin: bin, Proc: host.NewRoot("/"), Launcher: k.run.env.MPS.Launcher, Log: k.run.env.MPS.Log}, nil
 }
 
 func (k *mpsKnob) daemon(p mps.Paths) mps.Daemon {
@@ -164,10 +161,10 @@ func (k *mpsKnob) Desired(setting string) (Value, error) {
 	if err := k.refuse(); err != nil {
 		return "", err
 	}
-	if k.env == nil || k.env.User == "" {
+	if !k.run.job || k.run.env.User == "" {
 		return Unknown, nil // no job, or its user unknown: Apply refuses
 	}
-	u := k.env.User
+	u := k.run.env.User
 	key, err := k.key()
 	if err == nil {
 		_, err = mps.Dirs(k.base(), u, key)
@@ -277,7 +274,7 @@ func (k *mpsKnob) up(ctx context.Context, ctl mps.Control, key, user string) err
 // removes its directories.
 func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error {
 	d := k.daemon(p)
-	wait := k.env.MPS.Wait
+	wait := k.run.env.MPS.Wait
 	if wait <= 0 {
 		wait = mpsQuitWait
 	}
@@ -285,8 +282,8 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
-	if len(st.Killed) > 0 && k.env.MPS.Log != nil {
-		k.env.MPS.Log.Warn("MPS processes killed: they did not quit in time", "knob", k.id.String(), "pids", st.Killed, "wait", wait)
+	if len(st.Killed) > 0 && k.run.env.MPS.Log != nil {
+		k.run.env.MPS.Log.Warn("MPS processes killed: they did not quit in time", "knob", k.id.String(), "pids", st.Killed, "wait", wait)
 	}
 	left, err := ctl.Left(d)
 	if err != nil {
@@ -302,8 +299,8 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
-	if pg.Left && k.env.MPS.Log != nil {
-		k.env.MPS.Log.Warn("MPS directory moved aside but not wholly deleted yet; the next start or stop goes on with it",
+	if pg.Left && k.run.env.MPS.Log != nil {
+		k.run.env.MPS.Log.Warn("MPS directory moved aside but not wholly deleted yet; the next start or stop goes on with it",
 			"knob", k.id.String(), "dir", p.Dir, "entries", pg.Entries, "why", pg.Err)
 	}
 	return nil
@@ -312,8 +309,8 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 // owner is the uid of user: the job's (Env) when it is the job's user,
 // else the system's user database.
 func (k *mpsKnob) owner(name string) (int, error) {
-	if name == k.env.User && k.env.UID >= 0 {
-		return k.env.UID, nil
+	if name == k.run.env.User && k.run.env.UID >= 0 {
+		return k.run.env.UID, nil
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -326,12 +323,11 @@ func (k *mpsKnob) owner(name string) (int, error) {
 	return uid, nil
 }
 
-// Conflict words the warning for job, whose user (wants) finds this GPU's
-// daemon serving another (held, for the jobs others): the job runs without
-// MPS, and holds nothing, so that it never keeps another user's daemon
-// (and its server, the one context an exclusive_process GPU allows)
-// running once that user's jobs are over.
-func (k *mpsKnob) Conflict(job string, wants, held Value, others []string) (string, bool) {
-	return fmt.Sprintf("GPU %s: the MPS daemon serves %s (jobs %v); job %s (%s) %s: an MPS server serves one user at a time",
-		k.uuid(), held, others, job, wants, WithoutMPS), false
+// withoutMPS words the warning of a job that runs without MPS because
+// the GPU's daemon serves another user (Def.GoWithout): an MPS server
+// serves one user at a time.
+func withoutMPS(c plan.Conflict) string {
+	uuid, _ := c.ID.GPU()
+	return fmt.Sprintf("GPU %s: the MPS daemon serves %s (jobs %v); job %s (%s) runs without MPS: an MPS server serves one user at a time",
+		uuid, c.Held, c.Others, c.Job, c.Wants)
 }

@@ -2,6 +2,7 @@ package knob
 
 import (
 	"errors"
+	"gpuprep/lib/plan"
 	"os"
 	"slices"
 	"strings"
@@ -127,9 +128,12 @@ func TestMPSOtherUser(t *testing.T) {
 	if _, err := os.Lstat(alice); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("alice's pipe directory %s: %v; want removed", alice, err)
 	}
-	if msg, hold := k.(Conflicter).Conflict("13", "bob", "alice", []string{"12"}); hold ||
-		!strings.Contains(msg, "the MPS daemon serves alice (jobs [12]); job 13 (bob) runs without MPS") {
-		t.Errorf("Conflict = %q, %v", msg, hold)
+	d, _ := Lookup("mps")
+	if d.GoWithout == nil {
+		t.Fatal("mps: a job of another user does not go without it")
+	}
+	if msg := d.GoWithout(plan.Conflict{ID: k.ID(), Job: "13", Wants: "bob", Held: "alice", Others: []string{"12"}}); !strings.Contains(msg, "the MPS daemon serves alice (jobs [12]); job 13 (bob) runs without MPS") {
+		t.Errorf("GoWithout = %q", msg)
 	}
 }
 

@@ -2,11 +2,11 @@ package knob
 
 import (
 	"fmt"
-	"sort"
+	"strconv"
 	"strings"
 
 	"gpuprep/lib/cpuset"
-	"gpuprep/lib/isolate"
+	"gpuprep/lib/knobval"
 	"gpuprep/lib/topo"
 )
 
@@ -30,10 +30,6 @@ type cpuScope struct {
 	ids []int
 	pos map[int]int // CPU id -> index in ids
 	err error       // reading the online CPUs failed
-	// isolation is the node-wide [isolation] options, the one other
-	// node-wide input a node knob (housekeeping_cpus) takes; it rides
-	// here so that every node knob keeps one constructor signature.
-	isolation isolate.Options
 }
 
 // newCPUScope is the given CPUs, or the online CPUs when cpus is empty.
@@ -54,48 +50,18 @@ func newCPUScope(f files, cpus cpuset.Set) *cpuScope {
 
 func (s *cpuScope) list() ([]int, error) { return s.ids, s.err }
 
+// perCPUForm is the per-CPU value scheme as a knobval.Form: numbered
+// keys (CPUs) grouped by value, summed up where every CPU agrees.
+var perCPUForm = knobval.Form{What: "per-CPU value", Numbered: true, Summed: true}
+
 // formatPerCPU is the Value of vals, vals[i] being the value of CPU ids[i]
 // (ids ascending).
 func formatPerCPU(ids []int, vals []string) Value {
-	if len(vals) == 0 {
-		return ""
+	p := make(knobval.Parts, len(ids))
+	for i, id := range ids {
+		p[strconv.Itoa(id)] = vals[i]
 	}
-	same := true
-	for _, v := range vals[1:] {
-		if v != vals[0] {
-			same = false
-			break
-		}
-	}
-	if same {
-		return Value(vals[0])
-	}
-	type group struct {
-		first int
-		cpus  []int
-	}
-	groups := map[string]*group{}
-	var order []string
-	for i, v := range vals {
-		g, ok := groups[v]
-		if !ok {
-			g = &group{first: ids[i]}
-			groups[v] = g
-			order = append(order, v)
-		}
-		g.cpus = append(g.cpus, ids[i])
-	}
-	sort.SliceStable(order, func(a, b int) bool { return groups[order[a]].first < groups[order[b]].first })
-	var sb strings.Builder
-	for i, v := range order {
-		if i > 0 {
-			sb.WriteByte(';')
-		}
-		sb.WriteString(cpuset.New(groups[v].cpus...).String())
-		sb.WriteByte('=')
-		sb.WriteString(v)
-	}
-	return Value(sb.String())
+	return perCPUForm.Format(p)
 }
 
 // isPerCPU reports whether v is in the per-CPU form.

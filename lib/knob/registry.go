@@ -6,7 +6,9 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
-	"gpuprep/lib/isolate"
+	"gpuprep/lib/host"
+	"gpuprep/lib/knobval"
+	"gpuprep/lib/plan"
 )
 
 // The registry is the one list of knobs. Each knob's file registers a Def
@@ -17,17 +19,17 @@ import (
 // adding a knob is one file here (plus its test) and its documentation in
 // examples/gpuprep.toml.
 
-// Scope says whether a knob is node-wide or one per GPU.
-type Scope int
+// Kind says whether a knob is node-wide or one per GPU.
+type Kind int
 
-// Scopes.
+// Kinds.
 const (
-	ScopeNode Scope = iota // node-wide: one knob (CPU, memory, kernel)
-	ScopeGPU               // one knob per GPU of the job
+	NodeKind Kind = iota // node-wide: one knob (CPU, memory, kernel), scope "node"
+	GPUKind              // one knob per GPU of the job, scope "gpu:<uuid>"
 )
 
-func (s Scope) String() string {
-	if s == ScopeGPU {
+func (k Kind) String() string {
+	if k == GPUKind {
 		return "gpu"
 	}
 	return "node"
@@ -36,8 +38,8 @@ func (s Scope) String() string {
 // Def defines one knob.
 type Def struct {
 	// Name is the knob's key in the configuration and its ID's Name.
-	Name  string
-	Scope Scope
+	Name string
+	Kind Kind
 	// Order places the knob among the others: the configuration, the
 	// catalog and plans list knobs by ascending Order. It matters where one
 	// knob's Apply affects another's (cpu_governor before
@@ -67,8 +69,26 @@ type Def struct {
 	// override a parent; a resolved profile leaves such a knob out.
 	LeaveAlone string
 
-	node func(f files, cpus *cpuScope) Knob // for ScopeNode
-	gpu  func(base gpuKnob) Knob            // for ScopeGPU
+	// New builds the knob of one scope (id: "node", or a GPU's
+	// "gpu:<uuid>") for a run; everything it needs from the run (the
+	// node's files, the job's user, the housekeeping CPUs, the topology)
+	// it takes from r, resolved once per run.
+	New func(r *Run, id ID) Knob
+
+	// PartWise, when set, says the knob's value is made of parts that
+	// come and go while jobs run (housekeeping_cpus: a service started
+	// during a job is a new cgroup), written in this Form. Its Read names
+	// every part (Form.FormatEach); plans and drift compare it summed up
+	// (Form.Format), and the planner keeps its baseline and each change's
+	// undo part by part, so that a restore never writes a part that
+	// appeared since (lib/plan, partwise.go). Its Apply takes either form.
+	PartWise *knobval.Form
+	// GoWithout, when set, says one job's value of the knob excludes
+	// another's (mps: a GPU's daemon serves one user): a job that wants
+	// another value than the one other jobs hold goes without the knob
+	// rather than share the value kept, and GoWithout words the warning
+	// its user gets.
+	GoWithout func(plan.Conflict) string
 }
 
 // ValueError is a Decode error that names a key inside a table value, or
@@ -96,15 +116,16 @@ func (e *ValueError) Error() string {
 // knobs' init functions, so it is read without a lock.
 var registry []*Def
 
-// register adds d to the registry. It panics on a malformed or duplicate
-// definition: a programming error every test run catches.
-func register(d Def) {
+// Register adds d to the registry: a knob's file calls it from its init
+// function. It panics on a malformed or duplicate definition, a
+// programming error every test run catches. unregister takes d out again
+// (a test's throwaway knob); call it only where no other test runs.
+func Register(d Def) (unregister func()) {
 	switch {
-	case d.Name == "" || d.Decode == nil || d.Doc == "" || d.Example == "":
+	case d.Name == "" || d.Decode == nil || d.Doc == "" || d.Example == "" || d.New == nil:
 		panic("knob: incomplete Def " + d.Name)
-	case d.Scope == ScopeNode && (d.node == nil || d.gpu != nil || len(d.Writes) == 0),
-		d.Scope == ScopeGPU && (d.gpu == nil || d.node != nil):
-		panic("knob: Def " + d.Name + ": constructor does not match its scope")
+	case d.Kind == NodeKind && len(d.Writes) == 0:
+		panic("knob: Def " + d.Name + ": a node knob lists the files it writes")
 	}
 	for _, o := range registry {
 		if o.Name == d.Name || o.Order == d.Order {
@@ -113,6 +134,9 @@ func register(d Def) {
 	}
 	i, _ := slices.BinarySearchFunc(registry, d.Order, func(o *Def, n int) int { return o.Order - n })
 	registry = slices.Insert(registry, i, &d)
+	return func() {
+		registry = slices.DeleteFunc(registry, func(o *Def) bool { return o.Name == d.Name })
+	}
 }
 
 // Defs returns every knob's definition, in order (node knobs and GPU knobs
@@ -139,16 +163,16 @@ func Lookup(name string) (Def, bool) {
 func Names() []string { return namesOf(func(*Def) bool { return true }) }
 
 // NodeKnobNames lists the node-wide knobs, in the order Catalog gives them.
-func NodeKnobNames() []string { return namesOf(func(d *Def) bool { return d.Scope == ScopeNode }) }
+func NodeKnobNames() []string { return namesOf(func(d *Def) bool { return d.Kind == NodeKind }) }
 
 // GPUKnobNames lists the knobs of each GPU, in the order GPUKnobs gives
 // them.
-func GPUKnobNames() []string { return namesOf(func(d *Def) bool { return d.Scope == ScopeGPU }) }
+func GPUKnobNames() []string { return namesOf(func(d *Def) bool { return d.Kind == GPUKind }) }
 
 // IsGPUKnob reports whether name is a per-GPU knob.
 func IsGPUKnob(name string) bool {
 	d, ok := Lookup(name)
-	return ok && d.Scope == ScopeGPU
+	return ok && d.Kind == GPUKind
 }
 
 func namesOf(keep func(*Def) bool) []string {
@@ -162,19 +186,17 @@ func namesOf(keep func(*Def) bool) []string {
 }
 
 // nodeKnobs builds the node knobs over f for cpus (empty: the online CPUs),
-// in order; the per-CPU knobs share one view of the CPUs.
+// in order, with no job; the per-CPU knobs share one view of the CPUs.
 func nodeKnobs(f files, cpus cpuset.Set) []Knob {
-	return nodeKnobsWith(f, cpus, isolate.Options{})
+	return newRun(Env{CPUs: cpus}, f).nodeKnobs()
 }
 
-// nodeKnobsWith is nodeKnobs with the node's [isolation] options.
-func nodeKnobsWith(f files, cpus cpuset.Set, iso isolate.Options) []Knob {
-	sc := newCPUScope(f, cpus)
-	sc.isolation = iso
+// nodeKnobs builds every node knob for r, in order.
+func (r *Run) nodeKnobs() []Knob {
 	var out []Knob
 	for _, d := range registry {
-		if d.Scope == ScopeNode {
-			out = append(out, d.node(f, sc))
+		if d.Kind == NodeKind {
+			out = append(out, d.New(r, ID{Name: d.Name, Scope: NodeScope}))
 		}
 	}
 	return out
@@ -182,15 +204,16 @@ func nodeKnobsWith(f files, cpus cpuset.Set, iso isolate.Options) []Knob {
 
 // GPUKnobs returns the knobs of one GPU, in order, with no job: knobs
 // that serve the job's user (mps) check only the GPU.
-func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob { return gpuKnobsFor(b, dev, nil) }
+func GPUKnobs(b gpu.Backend, dev gpu.Device) []Knob {
+	return newRun(Env{GPU: b, GPUs: []gpu.Device{dev}}, host.Root{}).gpuKnobs(dev)
+}
 
-// gpuKnobsFor is GPUKnobs for the node and job of env (nil: none).
-func gpuKnobsFor(b gpu.Backend, dev gpu.Device, env *Env) []Knob {
-	ctl := controlOf(b)
+// gpuKnobs builds the knobs of one GPU of r's, in order.
+func (r *Run) gpuKnobs(dev gpu.Device) []Knob {
 	var out []Knob
 	for _, d := range registry {
-		if d.Scope == ScopeGPU {
-			out = append(out, d.gpu(gpuKnob{id: ID{Name: d.Name, Scope: GPUScope(dev.UUID)}, b: ctl, index: dev.Index, env: env}))
+		if d.Kind == GPUKind {
+			out = append(out, d.New(r, ID{Name: d.Name, Scope: GPUScope(dev.UUID)}))
 		}
 	}
 	return out

@@ -29,7 +29,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v", d.Name, ok)
 		}
 		names = append(names, d.Name)
-		if d.Scope == ScopeGPU {
+		if d.Kind == GPUKind {
 			gpus = append(gpus, d.Name)
 			if !IsGPUKnob(d.Name) {
 				t.Errorf("IsGPUKnob(%s) false", d.Name)
@@ -63,8 +63,8 @@ func TestRegistry(t *testing.T) {
 	var built []string
 	for _, k := range Catalog(Env{Root: writeTree(t, smallNode().files()), GPU: b, GPUs: devs[:1]}) {
 		built = append(built, k.ID().Name)
-		if d, _ := Lookup(k.ID().Name); (d.Scope == ScopeGPU) != (k.ID().Scope != NodeScope) {
-			t.Errorf("%s: scope %s", k.ID(), d.Scope)
+		if d, _ := Lookup(k.ID().Name); (d.Kind == GPUKind) != (k.ID().Scope != NodeScope) {
+			t.Errorf("%s: scope %s", k.ID(), d.Kind)
 		}
 	}
 	if !slices.Equal(built, names) {
@@ -211,16 +211,16 @@ func TestRegisterRejects(t *testing.T) {
 	saved := registry
 	t.Cleanup(func() { registry = saved })
 	registry = slices.Clone(saved)
-	node := func(f files, _ *cpuScope) Knob { return newSysctl(f, "vm_swappiness") }
-	good := Def{Name: "x_new", Order: 5000, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node}
+	node := func(r *Run, _ ID) Knob { return newSysctl(r.f, "vm_swappiness") }
+	good := Def{Name: "x_new", Order: 5000, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), New: node}
 	for name, d := range map[string]Def{
-		"no doc":      {Name: "x", Order: 5001, Example: "1", Decode: decodeInt(0, 1), node: node},
-		"no decode":   {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", node: node},
-		"no example":  {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Decode: decodeInt(0, 1), node: node},
-		"no writes":   {Name: "x", Order: 5001, Doc: "d", Example: "1", Decode: decodeInt(0, 1), node: node},
-		"wrong scope": {Name: "x", Order: 5001, Scope: ScopeGPU, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
-		"same name":   {Name: "cpu_governor", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
-		"same order":  {Name: "x", Order: 10, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), node: node},
+		"no doc":         {Name: "x", Order: 5001, Example: "1", Decode: decodeInt(0, 1), New: node},
+		"no decode":      {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", New: node},
+		"no example":     {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Decode: decodeInt(0, 1), New: node},
+		"no writes":      {Name: "x", Order: 5001, Doc: "d", Example: "1", Decode: decodeInt(0, 1), New: node},
+		"no constructor": {Name: "x", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1)},
+		"same name":      {Name: "cpu_governor", Order: 5001, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), New: node},
+		"same order":     {Name: "x", Order: 10, Doc: "d", Writes: []string{"x"}, Example: "1", Decode: decodeInt(0, 1), New: node},
 	} {
 		func() {
 			defer func() {
@@ -228,10 +228,10 @@ func TestRegisterRejects(t *testing.T) {
 					t.Errorf("%s: no panic", name)
 				}
 			}()
-			register(d)
+			Register(d)
 		}()
 	}
-	register(good)
+	Register(good)
 	if n := Names(); n[len(n)-1] != "x_new" {
 		t.Errorf("registered last by Order: %v", n)
 	}

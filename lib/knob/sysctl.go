@@ -50,11 +50,11 @@ func init() {
 		if s.bytes != "" {
 			writes = append(writes, strings.TrimPrefix(s.bytes, "/"))
 		}
-		register(Def{
-			Name: s.name, Scope: ScopeNode, Order: 60 + 10*i, Doc: doc, Example: strconv.Itoa(s.hi),
+		Register(Def{
+			Name: s.name, Kind: NodeKind, Order: 60 + 10*i, Doc: doc, Example: strconv.Itoa(s.hi),
 			Decode: decodeInt(s.lo, s.hi),
 			Writes: writes,
-			node:   func(f files, _ *cpuScope) Knob { return newSysctl(f, s.name) },
+			New:    func(r *Run, _ ID) Knob { return newSysctl(r.f, s.name) },
 		})
 	}
 }

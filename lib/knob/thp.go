@@ -30,12 +30,12 @@ var thpKnown = map[string][]string{
 
 func init() {
 	for i, file := range []string{"enabled", "defrag"} {
-		register(Def{
-			Name: "thp_" + file, Scope: ScopeNode, Order: 40 + 10*i, Example: `"madvise"`,
+		Register(Def{
+			Name: "thp_" + file, Kind: NodeKind, Order: 40 + 10*i, Example: `"madvise"`,
 			Doc:    "transparent huge pages: reads and writes " + thpDir + "/" + file + "; one of " + strings.Join(thpKnown[file], ", "),
 			Decode: decodeOneOf(thpKnown[file]...),
 			Writes: []string{strings.TrimPrefix(thpDir, "/") + "/" + file},
-			node:   func(f files, _ *cpuScope) Knob { return newTHP(f, "thp_"+file, file) },
+			New:    func(r *Run, _ ID) Knob { return newTHP(r.f, "thp_"+file, file) },
 		})
 	}
 }
