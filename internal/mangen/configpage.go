@@ -206,7 +206,7 @@ func knobsRoff(doc *exampleDoc) string {
 	for _, name := range config.KnobNames() {
 		d, _ := knob.Lookup(name)
 		scope := "node"
-		if d.Scope == knob.ScopeGPU {
+		if d.Kind == knob.GPUKind {
 			scope = "each GPU of the job"
 		}
 		b.WriteString(".TP\n" + line(bold(name)+" ("+scope+"; e.g. "+italic(d.Example)+")") + "\n")

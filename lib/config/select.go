@@ -13,6 +13,9 @@ import (
 type JobSelector struct {
 	Constraints string // SLURM_JOB_CONSTRAINTS, e.g. "a100&gpuprep_benchmark"
 	Comment     string // SLURM_JOB_COMMENT, e.g. "nightly run gpuprep=benchmark"
+	// MPS says the job asked for gres/mps (slurm.Job.MPS): its profile
+	// then gets mps = true where it leaves mps unset (JobProfile).
+	MPS bool
 }
 
 // SelectorFromEnv reads a JobSelector through getenv (os.Getenv, or a map's
@@ -39,6 +42,8 @@ type Selection struct {
 	// DropRequired applies the profile without its required list (set by
 	// the prolog's fallback, selection.unfit_profile = "drop").
 	DropRequired bool
+	// MPS is JobSelector.MPS: the job asked for gres/mps.
+	MPS bool
 }
 
 // maxRequestLen bounds how much of a user's request a warning quotes.
@@ -54,7 +59,7 @@ func Select(cfg *Config, env JobSelector) Selection {
 	if cfg == nil {
 		cfg = Default()
 	}
-	sel := Selection{Profile: cfg.Selection.DefaultProfile, Source: FromDefault}
+	sel := Selection{Profile: cfg.Selection.DefaultProfile, Source: FromDefault, MPS: env.MPS}
 	type request struct {
 		name string
 		src  Source

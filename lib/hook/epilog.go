@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/plan"
 )
 
 // Epilog checks every knob the job's prolog set against what it set (drift)
@@ -12,7 +13,8 @@ import (
 // prolog ran, or the epilog already ran) is a no-op: the epilog is
 // idempotent. A killed epilog is finished by whatever runs next. The
 // job's notices for srunwrap are removed whatever happens.
-func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
+func Epilog(ctx context.Context, opts *Options) (*Outcome, error) {
+	o := newRun(opts)
 	defer forgetNotices(o)
 	out := &Outcome{Op: "epilog", Job: jobKey(o.Job), DryRun: o.DryRun}
 	s, err := prepare(ctx, o, out, out.Job)
@@ -21,7 +23,7 @@ func Epilog(ctx context.Context, o *Options) (*Outcome, error) {
 	}
 	rec := s.jobs[out.Job]
 	if rec == nil {
-		out.Warnings = append(out.Warnings, "no prolog record for this job: nothing to check or restore")
+		out.warn(plan.KindNode, "no prolog record for this job: nothing to check or restore")
 		return out, checkHealth(ctx, o, out, "epilog", nil, len(o.Job.GPUs) == 0)
 	}
 	out.Profile = rec.Profile

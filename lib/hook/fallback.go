@@ -20,7 +20,7 @@ func fallbackFor(cfg *config.Config, sel config.Selection, err error) (retry con
 		if cfg.Selection.DefaultProfile == sel.Profile {
 			return sel, "", false
 		}
-		return config.Selection{Profile: cfg.Selection.DefaultProfile, Source: config.FromDefault},
+		return config.Selection{Profile: cfg.Selection.DefaultProfile, Source: config.FromDefault, MPS: sel.MPS},
 			"using the default profile " + `"` + cfg.Selection.DefaultProfile + `"`, true
 	case config.UnfitDrop:
 		retry = sel

@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"encoding/json"
+	"gpuprep/lib/plan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,7 @@ func TestBackendNoneIgnoresGPUs(t *testing.T) {
 			t.Errorf("GPU change with backend none: %+v", c)
 		}
 	}
-	if !strings.Contains(strings.Join(out.Warnings, "\n"), "GPU knobs skipped") {
+	if !strings.Contains(strings.Join(plan.Texts(out.Warnings), "\n"), "GPU knobs skipped") {
 		t.Errorf("warnings %q", out.Warnings)
 	}
 	e.epilog(8)

@@ -6,6 +6,7 @@ import (
 
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/health"
+	"gpuprep/lib/plan"
 )
 
 // The health checks ([health], lib/health): the prolog runs the fast ones
@@ -34,7 +35,7 @@ func isHealthError(err error) bool {
 // GPUs (every GPU when the job has GPUs but which ones is unknown; none for
 // a job without GPUs) and records the report in out. A dry run reads the
 // state and writes nothing.
-func checkHealth(ctx context.Context, o *Options, out *Outcome, op string, gpus []gpu.Device, known bool) error {
+func checkHealth(ctx context.Context, o *run, out *Outcome, op string, gpus []gpu.Device, known bool) error {
 	h := o.Config.Health
 	if op == "prolog" && !h.Prolog || op == "epilog" && !h.Epilog {
 		return nil
@@ -60,7 +61,7 @@ func checkHealth(ctx context.Context, o *Options, out *Outcome, op string, gpus 
 		return nodeErrorf("health: %v", err)
 	}
 	for _, w := range rep.Warnings() {
-		out.Warnings = append(out.Warnings, health.ReasonPrefix+w.Reason)
+		out.warn(plan.KindNode, "%s", health.ReasonPrefix+w.Reason)
 	}
 	if reason := rep.Reason(); reason != "" {
 		return &healthError{node: &NodeError{Reason: reason}}

@@ -49,11 +49,16 @@ type Options struct {
 	// isolation confines its units through it. nil: cgroups are written
 	// directly.
 	Units isolate.Units
-	// MPS is how the mps knob runs its daemons (mps.go); its zero value
-	// runs them on the node: a systemd unit each where Units is set, a
-	// cgroup of gpuprep's elsewhere.
+	// MPS is how the mps knob runs its daemons (knob.MPSEnv); its zero
+	// value runs them on the node: a systemd unit each where Units is
+	// set, a cgroup of gpuprep's elsewhere.
 	MPS knob.MPSEnv
+}
 
+// run is one prolog's or epilog's state beside the caller's Options: what
+// it reads once and shares between its phases.
+type run struct {
+	*Options
 	gpus       []gpu.Device // the node's GPUs, listed once (devices)
 	gpusListed bool
 	// gres is gres.conf's GPU devices in Slurm's order, read once per
@@ -62,7 +67,12 @@ type Options struct {
 	gresErr  error
 	gresPath string
 	gresRead bool
+	// settings are the job's profile's settings once it is resolved (a
+	// prolog); knobs that depend on another setting read them.
+	settings func(name string) (string, bool)
 }
+
+func newRun(o *Options) *run { return &run{Options: o} }
 
 func (o *Options) now() time.Time {
 	if o.Now != nil {
@@ -90,11 +100,11 @@ func IsNodeError(err error) bool {
 func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
-func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
+func catalog(o *run, gpus []gpu.Device) map[string]knob.Knob {
 	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, Writer: cgwriter.Writer{},
 		SlurmConf: o.Job.Conf, Node: o.Job.NodeName, Units: o.Units, Log: o.Log}
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso,
-		User: o.Job.User, UID: o.Job.UID, GID: o.Job.GID, MPS: mpsEnv(o)})
+		User: o.Job.User, UID: o.Job.UID, GID: o.Job.GID, MPS: o.MPS, Settings: o.settings})
 	m := make(map[string]knob.Knob, len(ks))
 	for _, k := range ks {
 		m[k.ID().String()] = k
@@ -104,7 +114,7 @@ func catalog(o *Options, gpus []gpu.Device) map[string]knob.Knob {
 
 // devices lists the node's GPUs, once per run; a backend that cannot list
 // them gives none (node knobs still work).
-func (o *Options) devices() []gpu.Device {
+func (o *run) devices() []gpu.Device {
 	if o.gpusListed || o.GPU == nil {
 		return o.gpus
 	}
@@ -125,7 +135,7 @@ func (o *Options) devices() []gpu.Device {
 // releases the jobs that are over but never ran their epilog (except, this
 // run's job, is never one). In a dry run it only reads, and reports what it
 // would do.
-func prepare(ctx context.Context, o *Options, out *Outcome, except string) (*spoolState, error) {
+func prepare(ctx context.Context, o *run, out *Outcome, except string) (*spoolState, error) {
 	bootID := readBootID(o)
 	if !o.DryRun {
 		if removed, err := o.Spool.Sweep(); err != nil {

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"gpuprep/lib/plan"
 	"io"
 	"log/slog"
 	"os"
@@ -185,7 +186,7 @@ func TestSharedNodeRestoresWhenLastJobLeaves(t *testing.T) {
 	base := e.snap()
 	e.prolog(1, []int{0}, "")
 	out := e.prolog(2, []int{1}, "gpuprep=quiet") // asks for THP always: conflict
-	if len(out.Warnings) == 0 || !strings.Contains(strings.Join(out.Warnings, " "), "thp_enabled") {
+	if len(out.Warnings) == 0 || !strings.Contains(strings.Join(plan.Texts(out.Warnings), " "), "thp_enabled") {
 		t.Errorf("conflict warning missing: %v", out.Warnings)
 	}
 	if got := e.read("sys/kernel/mm/transparent_hugepage/enabled"); !strings.Contains(got, "[never]") {

@@ -139,7 +139,7 @@ func mapJobGPUs(all []gpu.Device, idx []int, devs []gresDevice, src string) (gpu
 // warning: the GPU knobs are skipped, never applied to a GPU that may be
 // another job's. mig says the job holds MIG devices: gpus are the GPUs
 // they are on, which other jobs may share.
-func jobGPUs(o *Options) (gpus []gpu.Device, mig bool, warning string) {
+func jobGPUs(o *run) (gpus []gpu.Device, mig bool, warning string) {
 	if o.GPU == nil || o.GPU.Name() == "none" || len(o.Job.GPUs) == 0 {
 		return nil, false, ""
 	}
@@ -159,7 +159,7 @@ func jobGPUs(o *Options) (gpus []gpu.Device, mig bool, warning string) {
 
 // gresDevices reads gres.conf (under o.Root) once per run and lists its
 // GPU devices in the order Slurm numbers them (gresMinors); p is its path.
-func gresDevices(o *Options) (devs []gresDevice, p string, err error) {
+func gresDevices(o *run) (devs []gresDevice, p string, err error) {
 	if o.gresRead {
 		return o.gres, o.gresPath, o.gresErr
 	}
@@ -169,7 +169,7 @@ func gresDevices(o *Options) (devs []gresDevice, p string, err error) {
 	return o.gres, o.gresPath, o.gresErr
 }
 
-func readGresDevices(o *Options, p string) ([]gresDevice, error) {
+func readGresDevices(o *run, p string) ([]gresDevice, error) {
 	b, err := o.Root.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: no such file (set gres.conf in gpuprep's config)", p)
@@ -191,7 +191,7 @@ func readGresDevices(o *Options, p string) ([]gresDevice, error) {
 // slurmGPUMinors is the /dev/nvidia minor of each of Slurm's GPU indexes
 // (gres.conf order; a MIG record counts as its GPU), for srunwrap to map
 // SLURM_STEP_GPUS; nil when gres.conf cannot tell.
-func slurmGPUMinors(o *Options) []int {
+func slurmGPUMinors(o *run) []int {
 	devs, _, err := gresDevices(o)
 	if err != nil {
 		return nil

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"fmt"
+	"gpuprep/lib/plan"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,7 +172,7 @@ func TestPrologTunesTheJobsGPUs(t *testing.T) {
 	if got := gpuScopes(out); len(got) != 0 {
 		t.Errorf("AutoDetect: GPUs held %v, want none", got)
 	}
-	if w := strings.Join(out.Warnings, "\n"); !strings.Contains(w, "GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=0 are: /etc/slurm/gres.conf: AutoDetect=nvml") {
+	if w := strings.Join(plan.Texts(out.Warnings), "\n"); !strings.Contains(w, "GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=0 are: /etc/slurm/gres.conf: AutoDetect=nvml") {
 		t.Errorf("warnings %q", w)
 	}
 	e.epilog(2)
@@ -183,7 +184,7 @@ func TestPrologTunesTheJobsGPUs(t *testing.T) {
 	if got := gpuScopes(out); len(got) != 0 {
 		t.Errorf("no gres.conf: GPUs held %v, want none", got)
 	}
-	if w := strings.Join(out.Warnings, "\n"); !strings.Contains(w, "/etc/slurm/gres.conf: no such file") {
+	if w := strings.Join(plan.Texts(out.Warnings), "\n"); !strings.Contains(w, "/etc/slurm/gres.conf: no such file") {
 		t.Errorf("warnings %q", w)
 	}
 }

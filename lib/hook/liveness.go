@@ -33,7 +33,7 @@ type Released struct {
 // that cannot be read for any reason but "does not exist", a tree too
 // large), no job is told dead but by age. except is the job of this run.
 // Jobs of an earlier boot are handled before (dropBootStale).
-func deadJobs(o *Options, s *spoolState, except string) []Released {
+func deadJobs(o *run, s *spoolState, except string) []Released {
 	var ev *jobEvidence
 	now := o.now()
 	var dead []Released
@@ -72,7 +72,7 @@ type jobEvidence struct {
 // for Slurm's job cgroups, once per run. Nothing of a user's (a process
 // named like slurmd, cgroups named like Slurm's in the user's own
 // delegated subtree) counts, nor can stop the search.
-func lookForJobs(o *Options) *jobEvidence {
+func lookForJobs(o *run) *jobEvidence {
 	ev := &jobEvidence{}
 	d, err := slurm.ScanDaemons(o.Root)
 	if err != nil {

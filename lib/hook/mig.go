@@ -66,7 +66,7 @@ func isMIGError(err error) bool {
 
 // migWanted is the layout [mig] expects on GPU d for this job and node
 // (config.MIGSection.LayoutFor), and the table that gave it.
-func migWanted(o *Options, d gpu.Device, w config.MIGWhere) ([]string, string, bool) {
+func migWanted(o *run, d gpu.Device, w config.MIGWhere) ([]string, string, bool) {
 	g := config.MIGGPU{Index: d.Index, Model: d.Name, Type: gresgen.TypeFor(d.Name, o.Config.Gres.TypeNames)}
 	return o.Config.MIG.LayoutFor(g, w)
 }
@@ -76,7 +76,7 @@ func migWanted(o *Options, d gpu.Device, w config.MIGWhere) ([]string, string, b
 // requested (w). It reads the state through the backend's MIGReader and
 // changes nothing. err is a migError naming every mismatch; warnings say
 // what was not checked or verified.
-func checkMIG(o *Options, gpus []gpu.Device, w config.MIGWhere) (checks []MIGCheck, warnings []string, err error) {
+func checkMIG(o *run, gpus []gpu.Device, w config.MIGWhere) (checks []MIGCheck, warnings []string, err error) {
 	if !o.Config.MIG.Configured() || len(gpus) == 0 {
 		return nil, nil, nil
 	}

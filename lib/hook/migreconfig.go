@@ -11,6 +11,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/gresgen"
+	"gpuprep/lib/plan"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
@@ -24,7 +25,7 @@ import (
 
 // canReconfigureMIG says whether checkMIG's error is only layout
 // mismatches that [mig] reconfigure may fix: not an unreadable GPU.
-func canReconfigureMIG(o *Options, checks []MIGCheck, err error) bool {
+func canReconfigureMIG(o *run, checks []MIGCheck, err error) bool {
 	if err == nil || !o.Config.MIG.Reconfigure || !isMIGError(err) {
 		return false
 	}
@@ -39,7 +40,7 @@ func canReconfigureMIG(o *Options, checks []MIGCheck, err error) bool {
 // and read back; one that does not verify fails the prolog. In a dry run
 // it says what it would do. After a change it records the gres.conf lines
 // Slurm now needs in out.MIGGres and warns that slurmd must reload them.
-func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome, gpus []gpu.Device, w config.MIGWhere) error {
+func reconfigureMIG(ctx context.Context, o *run, s *spoolState, out *Outcome, gpus []gpu.Device, w config.MIGWhere) error {
 	mc, canSet := gpu.As[gpu.MIGConfigurer](o.GPU)
 	mr, _ := gpu.As[gpu.MIGReader](o.GPU)
 	byIndex := map[int]gpu.Device{}
@@ -104,10 +105,10 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 	if len(changed) > 0 {
 		lines, err := gresLinesAfterMIG(o, changed)
 		if err != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("MIG layout changed on GPU %s: slurmd must reload gres.conf, but its lines could not be made: %v", joinIndexes(changed), err))
+			out.warn(plan.KindMIG, "MIG layout changed on GPU %s: slurmd must reload gres.conf, but its lines could not be made: %v", joinIndexes(changed), err)
 		} else {
 			out.MIGGres = lines
-			out.Warnings = append(out.Warnings, fmt.Sprintf("MIG layout changed on GPU %s: Slurm needs the gres.conf below (gpuprep-gres prints it); write it and restart slurmd so that it reloads them", joinIndexes(changed)))
+			out.warn(plan.KindMIG, "MIG layout changed on GPU %s: Slurm needs the gres.conf below (gpuprep-gres prints it); write it and restart slurmd so that it reloads them", joinIndexes(changed))
 		}
 		o.Log.Warn("MIG layout changed: slurmd must reload gres.conf", "gpus", joinIndexes(changed), "gres", strings.Join(out.MIGGres, "\n"))
 	}
@@ -121,7 +122,7 @@ func reconfigureMIG(ctx context.Context, o *Options, s *spoolState, out *Outcome
 // its layout cannot be made on it, another job's record holds it, or
 // processes use it (the backend's ProcessLister: NVML's running compute
 // and graphics processes, MIG devices included when run as root).
-func migRefusal(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device, o *Options, w config.MIGWhere) string {
+func migRefusal(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device, o *run, w config.MIGWhere) string {
 	want, _, _ := migWanted(o, d, w)
 	if err := mc.CheckMIGLayout(d.Index, want); err != nil {
 		return "it cannot have that layout: " + err.Error()
@@ -153,7 +154,7 @@ func migRefusal(mc gpu.MIGConfigurer, s *spoolState, self string, d gpu.Device, 
 // gresLinesAfterMIG is the gres.conf gpuprep-gres would now print, with
 // the MIG state of the changed GPUs read again (the inventory listed them
 // before the change).
-func gresLinesAfterMIG(o *Options, changed []int) ([]string, error) {
+func gresLinesAfterMIG(o *run, changed []int) ([]string, error) {
 	node, err := topo.Discover(o.Root, o.GPU, topo.Options{})
 	if err != nil {
 		return nil, err
@@ -190,16 +191,16 @@ func joinIndexes(v []int) string {
 // is the user's choice, which never drains the node, so the job runs on
 // the node's own layout (checked, and reconfigured if need be) with a
 // warning. Without a request, or for a real failure, err stands.
-func requestNotHonoured(ctx context.Context, o *Options, s *spoolState, out *Outcome, gpus []gpu.Device, w config.MIGWhere, err error) error {
+func requestNotHonoured(ctx context.Context, o *run, s *spoolState, out *Outcome, gpus []gpu.Device, w config.MIGWhere, err error) error {
 	var me *migError
 	if w.Request == "" || !errors.As(err, &me) || !me.refused {
 		return err
 	}
-	out.Warnings = append(out.Warnings, fmt.Sprintf("MIG layout %q requested but not made (%s); using the node's", w.Request, err))
+	out.tell(plan.KindMIG, "MIG layout %q requested but not made (%s); using the node's", w.Request, err)
 	w.Request = ""
 	checks, warns, err := checkMIG(o, gpus, w)
 	out.MIG = checks
-	out.Warnings = append(out.Warnings, warns...)
+	out.warnAll(plan.KindMIG, warns)
 	if !canReconfigureMIG(o, checks, err) {
 		return err
 	}

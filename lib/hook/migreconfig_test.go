@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"fmt"
+	"gpuprep/lib/plan"
 	"reflect"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func TestPrologReconfiguresMIG(t *testing.T) {
 			migLines++
 		}
 	}
-	if migLines != 7 || !slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.Contains(w, "restart slurmd") }) {
+	if migLines != 7 || !slices.ContainsFunc(plan.Texts(out.Warnings), func(w string) bool { return strings.Contains(w, "restart slurmd") }) {
 		t.Errorf("gres lines after the change (%d MIG lines): %q\nwarnings %q", migLines, out.MIGGres, out.Warnings)
 	}
 	e.epilog(4)
@@ -177,7 +178,7 @@ all = {"3g.20gb" = 2}
 	gpumock.SetFaults(d0, gpumock.Faults{Processes: []int{99}})
 	out := e.prolog(1, []int{0}, "gpuprep_mig=halves")
 	if out.MIG[0].From != "mig" || !out.MIG[0].OK || out.MIG[0].Reconfigure != "" ||
-		!slices.ContainsFunc(out.Warnings, func(w string) bool {
+		!slices.ContainsFunc(plan.Texts(out.Warnings), func(w string) bool {
 			return strings.HasPrefix(w, `MIG layout "halves" requested but not made (`) && strings.Contains(w, "in use by process 99")
 		}) {
 		t.Errorf("busy request: MIG %+v warnings %q", out.MIG, out.Warnings)
@@ -226,7 +227,7 @@ func TestPrologMIGDeviceJob(t *testing.T) {
 	if len(out.MIG) != 1 || out.MIG[0].GPU != 0 || !out.MIG[0].OK {
 		t.Errorf("MIG check of the job's MIG device's GPU: %+v", out.MIG)
 	}
-	if !slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.HasPrefix(w, "GPU knobs skipped: the job's GPUs are MIG devices") }) {
+	if !slices.ContainsFunc(plan.Texts(out.Warnings), func(w string) bool { return strings.HasPrefix(w, "GPU knobs skipped: the job's GPUs are MIG devices") }) {
 		t.Errorf("no warning that GPU knobs are skipped: %q", out.Warnings)
 	}
 	for _, ch := range out.Changes {

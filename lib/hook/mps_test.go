@@ -111,7 +111,7 @@ func TestMPSJobsShareAndRelease(t *testing.T) {
 	}
 	devs, _ := m.gpu.Devices()
 	notice := "GPU " + devs[1].UUID + ": the MPS daemon serves alice (jobs [12]); job 13 (bob) runs without MPS: an MPS server serves one user at a time"
-	if !slices.Contains(bob.Warnings, notice) || !slices.Contains(bob.Notices, notice) {
+	if !slices.Contains(plan.Texts(bob.Warnings), notice) || !slices.Contains(bob.Notices, notice) {
 		t.Errorf("bob's job: warnings %q, notices %q; want %q in both", bob.Warnings, bob.Notices, notice)
 	}
 	for _, h := range bob.Holds {

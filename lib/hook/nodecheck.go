@@ -27,7 +27,7 @@ func CheckNodeMIG(cfg *config.Config, b gpu.Backend, node, partition string) (ch
 	if err != nil {
 		return nil, nil, fmt.Errorf("gpu backend %s: %w", b.Name(), err)
 	}
-	o := &Options{Config: cfg, GPU: b, Node: node}
+	o := newRun(&Options{Config: cfg, GPU: b, Node: node})
 	return checkMIG(o, devs, config.MIGWhere{Node: node, Partition: partition})
 }
 
@@ -43,7 +43,8 @@ func RequiredUnmet(cfg *config.Config, b gpu.Backend, root host.Root, profile st
 	if len(prof.Required) == 0 {
 		return nil, nil
 	}
-	o := &Options{Root: root, Config: cfg, GPU: b, Log: slog.New(slog.DiscardHandler)}
+	o := newRun(&Options{Root: root, Config: cfg, GPU: b, Log: slog.New(slog.DiscardHandler)})
+	o.settings = prof.Knobs.Setting
 	devs := o.devices()
 	p := plan.ForJob("check-config", observe(catalog(o, devs), prof, jobScopes(devs), nil), plan.NodeState{})
 	var out []plan.Skip

@@ -5,6 +5,7 @@ import (
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/nodedesc"
+	"gpuprep/lib/plan"
 )
 
 // What the prolog leaves for srunwrap under /run/gpuprep (lib/nodedesc):
@@ -18,7 +19,7 @@ import (
 // /run/gpuprep root's 0755 (moving aside one another user owns or can
 // write, with anything planted in it), then writes the node description
 // when needed and the notice file.
-func publish(o *Options, out *Outcome, err error) {
+func publish(o *run, out *Outcome, err error) {
 	if out == nil || err != nil {
 		return
 	}
@@ -29,16 +30,16 @@ func publish(o *Options, out *Outcome, err error) {
 	moved, derr := nodedesc.PrepareRunDir(o.Root)
 	for _, m := range moved {
 		o.Log.Warn("untrusted node directory for srunwrap moved aside", "what", m)
-		out.Warnings = append(out.Warnings, m)
+		out.warn(plan.KindNode, "%s", m)
 	}
 	if derr != nil {
 		o.Log.Warn("node directory for srunwrap not usable", "err", derr)
-		out.Warnings = append(out.Warnings, derr.Error())
+		out.warn(plan.KindNode, "%s", derr)
 	}
 	out.NodeDescription = writeNodeDescription(o)
 	if werr := nodedesc.WriteNotice(o.Root, nodedesc.Notice{Job: o.Job.ID, Messages: out.Notices}); werr != nil {
 		o.Log.Warn("job notices for srunwrap not written", "err", werr)
-		out.Warnings = append(out.Warnings, "job notices not written: "+werr.Error())
+		out.warn(plan.KindNode, "job notices not written: %v", werr)
 	}
 }
 
@@ -46,7 +47,7 @@ func publish(o *Options, out *Outcome, err error) {
 // one file read and a comparison when nothing changed. It returns what
 // became of it for the outcome: the path written, "unchanged", or "" when
 // it could not be written.
-func writeNodeDescription(o *Options) string {
+func writeNodeDescription(o *run) string {
 	boot, err := host.ReadBootID(o.Root)
 	if err != nil {
 		// A description srunwrap cannot tie to this boot would be stale
@@ -77,7 +78,7 @@ func writeNodeDescription(o *Options) string {
 }
 
 // forgetNotices removes the job's notices after its epilog (idempotent).
-func forgetNotices(o *Options) {
+func forgetNotices(o *run) {
 	if o.DryRun {
 		return
 	}
@@ -88,7 +89,7 @@ func forgetNotices(o *Options) {
 
 // descSettings is what the node description carries of the configuration,
 // and Slurm's GPU order from gres.conf.
-func descSettings(o *Options) nodedesc.Settings {
+func descSettings(o *run) nodedesc.Settings {
 	c := o.Config
 	if c == nil {
 		return nodedesc.Settings{}

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"gpuprep/lib/plan"
 	"os"
 	"strings"
 	"syscall"
@@ -161,7 +162,7 @@ func TestPrologMovesAsideUntrustedRunDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(out.Warnings, "\n"), dir+" was owned by uid 65534, not by the writer (uid 0): moved aside to ") {
+	if !strings.Contains(strings.Join(plan.Texts(out.Warnings), "\n"), dir+" was owned by uid 65534, not by the writer (uid 0): moved aside to ") {
 		t.Errorf("no warning of the move: %q", out.Warnings)
 	}
 	fi, err := os.Stat(dir)

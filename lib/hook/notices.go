@@ -18,31 +18,27 @@ import (
 // job's value, health checks that failed with warn severity, and a MIG
 // layout request not honoured. Node matters for the admin (a reboot, dead
 // jobs released) stay in the log.
-func jobNotices(o *Options, out *Outcome) []string {
+func jobNotices(o *run, out *Outcome) []string {
 	var msgs []string
 	add := func(s string) {
 		if s != "" && !slices.Contains(msgs, s) {
 			msgs = append(msgs, s)
 		}
 	}
-	sel := config.Select(o.Config, config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment})
+	sel := config.Select(o.Config, o.selector())
 	for _, w := range sel.Warnings {
 		add(w)
 	}
 	add(out.Fallback)
-	req, reqWarn := o.Config.MIGRequest(o.Job.Comment)
+	_, reqWarn := o.Config.MIGRequest(o.Job.Comment)
 	add(reqWarn)
 	for _, s := range out.Skipped {
 		reason, _ := strings.CutPrefix(s.Reason, s.ID.String()+": ")
-		add(fmt.Sprintf("profile %q: %s skipped on this node: %s", out.Profile, s.ID.Name+scopeOf(s.ID.Scope), reason))
+		add(fmt.Sprintf("profile %q: %s skipped on this node: %s", out.Profile, s.ID.Name+scopeOf(s.ID), reason))
 	}
-	held := out.Job + " asks for "
 	for _, w := range out.Warnings {
-		switch {
-		case strings.HasPrefix(w, "GPU knobs skipped"),
-			req != "" && strings.HasPrefix(w, fmt.Sprintf("MIG layout %q requested but not made", req)),
-			strings.Contains(w, ": job "+held), strings.Contains(w, knob.WithoutMPS):
-			add(w)
+		if w.User {
+			add(w.Text)
 		}
 	}
 	if out.Health != nil {
@@ -55,8 +51,8 @@ func jobNotices(o *Options, out *Outcome) []string {
 
 // scopeOf names a knob's scope for a user: "" for the node, " on GPU-..."
 // for a GPU.
-func scopeOf(scope string) string {
-	if uuid, ok := strings.CutPrefix(scope, "gpu:"); ok {
+func scopeOf(id knob.ID) string {
+	if uuid, ok := id.GPU(); ok {
 		return " on " + uuid
 	}
 	return ""
@@ -65,7 +61,7 @@ func scopeOf(scope string) string {
 // forgetJobNotices removes a released job's notices for srunwrap
 // (/run/gpuprep/jobs/<id>, nodedesc.RemoveNotice, as the epilog does);
 // a failure is a warning.
-func forgetJobNotices(o *Options, job string) {
+func forgetJobNotices(o *run, job string) {
 	if o.DryRun {
 		return
 	}

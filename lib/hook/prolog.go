@@ -7,67 +7,22 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
-	"gpuprep/lib/health"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
 )
-
-// Outcome is what a run did, for the log, --dry-run and --json.
-type Outcome struct {
-	Op       string        `json:"op"`
-	Job      string        `json:"job"`
-	Profile  string        `json:"profile,omitempty"`
-	Source   string        `json:"profile_source,omitempty"`
-	DryRun   bool          `json:"dry_run"`
-	Changes  []plan.Change `json:"changes"`
-	Holds    []plan.Hold   `json:"holds,omitempty"`
-	Skipped  []plan.Skip   `json:"skipped,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
-	Drift    []DriftFound  `json:"drift,omitempty"`
-	// Released are other jobs let go of because they are over although
-	// their epilog never ran.
-	Released []Released `json:"released,omitempty"`
-	// Fallback says why the job runs with another profile than it asked
-	// for (selection.unfit_profile); "" when it got its own.
-	Fallback string `json:"fallback,omitempty"`
-	// FallbackFrom is the profile the job asked for when it fell back.
-	FallbackFrom string `json:"fallback_from,omitempty"`
-	// MIG is the [mig] layout check of each of the job's GPUs that
-	// [mig.layout] names (prolog only).
-	MIG []MIGCheck `json:"mig,omitempty"`
-	// MIGGres is the gres.conf Slurm needs after [mig] reconfigure changed
-	// a layout; slurmd must reload it.
-	MIGGres []string `json:"mig_gres,omitempty"`
-	// Health is the [health] checks' report (health.go).
-	Health *health.Report `json:"health,omitempty"`
-	// Notices are what the job's user is told by srunwrap (notices.go);
-	// NodeDescription is the node description written for srunwrap, or
-	// "unchanged" (nodedesc.go). Prolog only.
-	Notices         []string `json:"notices,omitempty"`
-	NodeDescription string   `json:"node_description,omitempty"`
-}
-
-// DriftFound is a knob whose value changed under the job.
-type DriftFound struct {
-	ID       knob.ID    `json:"id"`
-	Kind     string     `json:"kind"` // "drift" or "invariant"
-	Expected knob.Value `json:"expected"`
-	Found    knob.Value `json:"found"`
-	Job      string     `json:"job,omitempty"` // set for a dead job's drift
-}
 
 // Prolog applies the job's profile: select it, finish an interrupted run,
 // release dead jobs, read every knob the profile sets, plan, journal, apply,
 // and record what the job holds for its epilog. With DryRun it plans and
 // changes nothing. After a successful run it leaves for srunwrap the node
 // description and the job's notices (nodedesc.go).
-func Prolog(ctx context.Context, o *Options) (out *Outcome, err error) {
+func Prolog(ctx context.Context, opts *Options) (out *Outcome, err error) {
+	o := newRun(opts)
 	defer func() { publish(o, out, err) }()
-	sel := config.Select(o.Config, config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment})
+	sel := config.Select(o.Config, o.selector())
 	out, err = prologFor(ctx, o, sel, "")
 	retry, how, ok := fallbackFor(o.Config, sel, err)
 	if !ok {
@@ -78,46 +33,55 @@ func Prolog(ctx context.Context, o *Options) (out *Outcome, err error) {
 	// keep the reason in the job's record.
 	reason := fmt.Sprintf("profile %q cannot be applied on this node (%v); %s", sel.Profile, err, how)
 	out2, err2 := prologFor(ctx, o, retry, reason)
-	out2.Warnings = append([]string{reason}, out2.Warnings...)
+	out2.Warnings = append([]plan.Warning{plan.Tell(plan.KindProfile, "%s", reason)}, out2.Warnings...)
 	out2.Fallback = reason
 	out2.FallbackFrom = sel.Profile
 	return out2, err2
 }
 
+// selector is what the job says about the profile it wants.
+func (o *run) selector() config.JobSelector {
+	return config.JobSelector{Constraints: o.Job.Constraints, Comment: o.Job.Comment, MPS: o.Job.MPS}
+}
+
+// prologJob is what a prolog resolved about its job: the profile as the
+// job gets it, its GPUs and where the [mig] layout applies.
+type prologJob struct {
+	sel      config.Selection
+	fallback string // why sel is not what the job asked for; "" when it is
+	prof     config.Profile
+	// gpus are the job's GPUs; tuned, of them, those whose knobs the
+	// profile sets (none for MIG devices); known says gpus could be told.
+	gpus, tuned []gpu.Device
+	migDevs     bool
+	known       bool
+	where       config.MIGWhere
+	fixMIG      bool // [mig] reconfigure is to fix the layout
+}
+
 // prologFor is Prolog with the profile selected; fallback, when set, is why
-// sel is not what the job asked for (kept in the job record).
-func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback string) (*Outcome, error) {
-	out := &Outcome{Op: "prolog", Job: jobKey(o.Job), Profile: sel.Profile, Source: string(sel.Source), DryRun: o.DryRun, Warnings: sel.Warnings}
-	prof, err := jobProfile(o, sel)
+// sel is not what the job asked for (kept in the job record). Its phases:
+// resolve the job, check the node before anything is done, plan under the
+// node lock, execute the plan.
+func prologFor(ctx context.Context, o *run, sel config.Selection, fallback string) (*Outcome, error) {
+	out := &Outcome{Op: "prolog", Job: jobKey(o.Job), Profile: sel.Profile, Source: string(sel.Source), DryRun: o.DryRun}
+	out.warnAll(plan.KindProfile, sel.Warnings)
+	j, err := resolveJob(o, out, sel, fallback)
 	if err != nil {
 		return out, err
 	}
-	gpus, tuned, migDevs, known := prologGPUs(o, out)
-	// Health too; only in the first attempt (a fallback runs no checks again).
-	if fallback == "" {
-		if err := checkHealth(ctx, o, out, "prolog", gpus, known); err != nil {
-			return out, err
-		}
-	}
-	where, fixMIG, err := checkMIGLayout(o, out, gpus, migDevs)
-	if err != nil {
+	if err := preflight(ctx, o, out, j); err != nil {
 		return out, err
 	}
 	s, err := prepare(ctx, o, out, out.Job)
 	if err != nil {
 		return out, err
 	}
-	if fixMIG {
-		// Under the node lock, with the other jobs' records read: a
-		// GPU another job holds is never reconfigured.
-		if err := reconfigureMIG(ctx, o, s, out, gpus, where); err != nil {
-			if err = requestNotHonoured(ctx, o, s, out, gpus, where, err); err != nil {
-				return out, err
-			}
-		}
+	if err := fixMIGLayout(ctx, o, s, out, j); err != nil {
+		return out, err
 	}
 	before := s.jobs[out.Job]
-	knobs, scopes, p := planProlog(o, s, out, prof, tuned, before)
+	knobs, p := planProlog(o, s, out, j, before)
 	if sk, failed := p.Failed(); failed {
 		return out, nodeErrorf("required knob %s", about(sk.ID, errors.New(sk.Reason)))
 	}
@@ -127,58 +91,86 @@ func prologFor(ctx context.Context, o *Options, sel config.Selection, fallback s
 	if err := checkDeadline(ctx, "applying the profile"); err != nil {
 		return out, err
 	}
-	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, Profile: sel.Profile, Started: o.now(), BootID: s.bootID,
-		Holds: p.Holds, Invariants: invariants(knobs, prof, scopes), Fallback: fallback}
-	for _, g := range gpus {
-		rec.GPUs = append(rec.GPUs, g.UUID)
-	}
-	return out, applyProlog(o, s, out, knobs, p, before, rec)
+	return out, applyProlog(o, s, out, knobs, p, before, jobRecord(o, s, out, j, knobs, p))
 }
 
-// jobProfile is the selected profile as this job gets it: without its
-// required list when the selection drops it, and with mps on when the job
-// asked for gres/mps and the profile leaves mps alone.
-func jobProfile(o *Options, sel config.Selection) (config.Profile, error) {
-	prof, err := o.Config.Profile(sel.Profile)
+// resolveJob resolves the profile the job gets (config.JobProfile) and
+// its GPUs.
+func resolveJob(o *run, out *Outcome, sel config.Selection, fallback string) (*prologJob, error) {
+	j := &prologJob{sel: sel, fallback: fallback}
+	prof, implied, err := o.Config.JobProfile(sel)
 	if err != nil {
-		return prof, fmt.Errorf("profile %q: %w", sel.Profile, err)
+		return nil, err
 	}
-	if sel.DropRequired {
-		prof.Required = nil
+	for _, m := range implied {
+		o.Log.Info("profile setting implied by the job's request", "setting", m, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", o.Job.MPSPercent)
 	}
-	if o.Job.MPS && !prof.Knobs.IsSet(mpsKnob) {
-		// --gres=mps:N: Slurm schedules the share and leaves the daemon
-		// to the prolog.
-		prof.Knobs = prof.Knobs.With(mpsKnob, mpsOn())
-		o.Log.Info("the job asked for gres/mps: mps = true for it", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", o.Job.MPSPercent)
+	j.prof = prof
+	j.gpus, j.tuned, j.migDevs, j.known = prologGPUs(o, out)
+	return j, nil
+}
+
+// preflight checks the node before anything is done: health (in the first
+// attempt only: a fallback runs no checks again) and the [mig] layout.
+func preflight(ctx context.Context, o *run, out *Outcome, j *prologJob) error {
+	if j.fallback == "" {
+		if err := checkHealth(ctx, o, out, "prolog", j.gpus, j.known); err != nil {
+			return err
+		}
 	}
-	return prof, nil
+	var err error
+	j.where, j.fixMIG, err = checkMIGLayout(o, out, j.gpus, j.migDevs)
+	return err
+}
+
+// fixMIGLayout makes the [mig] layout where reconfigure may: under the
+// node lock, with the other jobs' records read, so a GPU another job holds
+// is never reconfigured.
+func fixMIGLayout(ctx context.Context, o *run, s *spoolState, out *Outcome, j *prologJob) error {
+	if !j.fixMIG {
+		return nil
+	}
+	err := reconfigureMIG(ctx, o, s, out, j.gpus, j.where)
+	if err != nil {
+		err = requestNotHonoured(ctx, o, s, out, j.gpus, j.where, err)
+	}
+	return err
+}
+
+// jobRecord is what the job's record keeps for its epilog.
+func jobRecord(o *run, s *spoolState, out *Outcome, j *prologJob, knobs map[string]knob.Knob, p *plan.Plan) *JobRecord {
+	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, Profile: j.sel.Profile, Started: o.now(), BootID: s.bootID,
+		Holds: p.Holds, Invariants: invariants(knobs, j.prof, jobScopes(j.tuned)), Fallback: j.fallback}
+	for _, g := range j.gpus {
+		rec.GPUs = append(rec.GPUs, g.UUID)
+	}
+	return rec
 }
 
 // prologGPUs finds the job's GPUs and, of them, the tuned ones whose knobs
 // the profile sets; migDevs says the job's GPUs are MIG devices, known that
 // they could be told. Why GPU knobs or the MIG check are skipped goes into
 // out's warnings.
-func prologGPUs(o *Options, out *Outcome) (gpus, tuned []gpu.Device, migDevs, known bool) {
+func prologGPUs(o *run, out *Outcome) (gpus, tuned []gpu.Device, migDevs, known bool) {
 	gpus, migDevs, warn := jobGPUs(o)
 	if warn != "" {
-		out.Warnings = append(out.Warnings, warn)
+		out.warn(plan.KindGPUs, "%s", warn)
 	}
 	// tuned are the GPUs whose knobs the job's profile sets: not the GPUs
 	// of MIG devices, whose settings other jobs on the same GPU share.
 	tuned = gpus
 	if migDevs {
 		tuned = nil
-		out.Warnings = append(out.Warnings, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it")
+		out.tell(plan.KindGPUs, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it")
 	}
 	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
-		out.Warnings = append(out.Warnings, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
+		out.tell(plan.KindGPUs, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
 	}
 	// The MIG layout is checked before anything is done: a mismatch
 	// fails the prolog with nothing changed, unless [mig] reconfigure
 	// may fix it.
 	if warn != "" && o.Config.MIG.Configured() {
-		out.Warnings = append(out.Warnings, "MIG layout not checked: the job's GPUs are not known")
+		out.warn(plan.KindMIG, "MIG layout not checked: the job's GPUs are not known")
 	}
 	return gpus, tuned, migDevs, warn == ""
 }
@@ -186,16 +178,16 @@ func prologGPUs(o *Options, out *Outcome) (gpus, tuned []gpu.Device, migDevs, kn
 // checkMIGLayout checks the [mig] layout of the job's GPUs, recording the
 // checks in out. It returns where the layout applies and whether [mig]
 // reconfigure is to fix a mismatch; an error is a mismatch it may not fix.
-func checkMIGLayout(o *Options, out *Outcome, gpus []gpu.Device, migDevs bool) (config.MIGWhere, bool, error) {
+func checkMIGLayout(o *run, out *Outcome, gpus []gpu.Device, migDevs bool) (config.MIGWhere, bool, error) {
 	where := config.MIGWhere{Node: o.Node, Partition: o.Job.Partition}
 	var reqWarn string
 	where.Request, reqWarn = o.Config.MIGRequest(o.Job.Comment)
 	if reqWarn != "" {
-		out.Warnings = append(out.Warnings, reqWarn)
+		out.warn(plan.KindMIG, "%s", reqWarn)
 	}
 	checks, migWarns, err := checkMIG(o, gpus, where)
 	out.MIG = checks
-	out.Warnings = append(out.Warnings, migWarns...)
+	out.warnAll(plan.KindMIG, migWarns)
 	fixMIG := canReconfigureMIG(o, checks, err)
 	if fixMIG && migDevs {
 		// Slurm allocated the job's MIG devices from the present layout:
@@ -211,30 +203,28 @@ func checkMIGLayout(o *Options, out *Outcome, gpus []gpu.Device, migDevs bool) (
 // planProlog reads the knobs of the job's scopes and plans the profile over
 // the node's state, recording the plan in out. before is the job's earlier
 // record, if its prolog ran already: the plan then also covers what it held.
-func planProlog(o *Options, s *spoolState, out *Outcome, prof config.Profile, tuned []gpu.Device, before *JobRecord) (map[string]knob.Knob, map[string]bool, *plan.Plan) {
-	scopes := jobScopes(tuned)
-	earlier, knobGPUs := map[string]bool{}, tuned
+func planProlog(o *run, s *spoolState, out *Outcome, j *prologJob, before *JobRecord) (map[string]knob.Knob, *plan.Plan) {
+	earlier, knobGPUs := map[string]bool{}, j.tuned
 	if before != nil {
 		// The job's prolog again (a requeue, a manual re-run): plan over
 		// what it held, so that what it no longer holds is let go.
-		knobGPUs = unionGPUs(tuned, gpusByUUID(o.devices(), before.GPUs))
+		knobGPUs = unionGPUs(j.tuned, gpusByUUID(o.devices(), before.GPUs))
 		for _, h := range before.Holds {
 			earlier[h.ID.String()] = true
 		}
 	}
+	o.settings = j.prof.Knobs.Setting
 	knobs := catalog(o, knobGPUs)
-	st := s.nodeState()
-	p := plan.ForJob(out.Job, observe(knobs, prof, scopes, earlier), st)
-	rebaseProlog(knobs, st, p)
+	p := plan.ForJob(out.Job, observe(knobs, j.prof, jobScopes(j.tuned), earlier), s.nodeState())
 	out.Changes, out.Holds, out.Skipped = p.Changes, p.Holds, p.Skipped
 	out.Warnings = append(out.Warnings, p.Warnings...)
-	return knobs, scopes, p
+	return knobs, p
 }
 
 // applyProlog carries out the plan p: it journals the changes, applies
 // them, and records the node's baseline and the job's record rec, with what
 // was done in out. A plan with no changes needs no journal (commitUnchanged).
-func applyProlog(o *Options, s *spoolState, out *Outcome, knobs map[string]knob.Knob, p *plan.Plan, before, rec *JobRecord) error {
+func applyProlog(o *run, s *spoolState, out *Outcome, knobs map[string]knob.Knob, p *plan.Plan, before, rec *JobRecord) error {
 	node := s.node.clone()
 	node.Baseline = p.State.Baseline
 	if len(p.Changes) == 0 {
@@ -251,7 +241,7 @@ func applyProlog(o *Options, s *spoolState, out *Outcome, knobs map[string]knob.
 		return err
 	}
 	out.Changes = done
-	out.Warnings = append(out.Warnings, warns...)
+	out.warnAll(plan.KindKnob, warns)
 	rec.Holds = keepDone(p.Holds, p.Changes, done)
 	out.Holds = rec.Holds
 	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
@@ -264,7 +254,7 @@ func applyProlog(o *Options, s *spoolState, out *Outcome, knobs map[string]knob.
 // commitUnchanged records a prolog that changes no knob: no journal is
 // needed. node.json goes first; a run killed before the job record leaves
 // only baseline entries of knobs still at their baseline.
-func commitUnchanged(o *Options, s *spoolState, node NodeFile, before, rec *JobRecord) error {
+func commitUnchanged(o *run, s *spoolState, node NodeFile, before, rec *JobRecord) error {
 	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
 	if before != nil && reflect.DeepEqual(before.Holds, rec.Holds) && reflect.DeepEqual(before.GPUs, rec.GPUs) &&
 		before.Profile == rec.Profile && maps.Equal(s.node.Baseline, node.Baseline) && !s.dirty {
@@ -289,27 +279,8 @@ func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead m
 	var obs []plan.Observed
 	var toRead []knob.Knob
 	for _, k := range knobs {
-		id := k.ID()
-		setting, ok := prof.Knobs.Setting(id.Name)
-		ok = ok && scopes[id.Scope]
-		o := plan.Observed{ID: id, Required: prof.IsRequired(id.Name)}
-		if c, ok := k.(knob.Conflicter); ok {
-			o.OnConflict = c.Conflict
-		}
-		var derr error
-		if ok {
-			var d knob.Value
-			d, derr = knob.DesiredIn(k, setting, prof.Knobs.Setting)
-			switch {
-			case errors.Is(derr, knob.ErrLeaveAlone):
-				ok = false
-			case derr != nil:
-				o.DesiredErr = derr
-			default:
-				o.Desired, o.HasDesired = d, true
-			}
-		}
-		if !ok && !alsoRead[id.String()] {
+		o, wanted := want(k, prof, scopes)
+		if !wanted && !alsoRead[o.ID.String()] {
 			continue
 		}
 		obs = append(obs, o)
@@ -320,6 +291,37 @@ func observe(knobs map[string]knob.Knob, prof config.Profile, scopes, alsoRead m
 		obs[i].Current, obs[i].Err = vals[i], errs[i]
 	}
 	return obs
+}
+
+// want is knob k as the planner sees it, but for its present value: what
+// the profile wants of it, and what its definition declares (part-wise,
+// one job's value excluding another's). wanted is false where the profile
+// leaves it alone in these scopes.
+func want(k knob.Knob, prof config.Profile, scopes map[string]bool) (o plan.Observed, wanted bool) {
+	id := k.ID()
+	o = observed(id)
+	o.Required = prof.IsRequired(id.Name)
+	setting, ok := prof.Knobs.Setting(id.Name)
+	if !ok || !scopes[id.Scope] {
+		return o, false
+	}
+	d, err := k.Desired(setting)
+	switch {
+	case errors.Is(err, knob.ErrLeaveAlone):
+		return o, false
+	case err != nil:
+		o.DesiredErr = err
+	default:
+		o.Desired, o.HasDesired = d, true
+	}
+	return o, true
+}
+
+// observed is the knob id for the planner, with what its definition
+// declares (knob.Def's PartWise and GoWithout).
+func observed(id knob.ID) plan.Observed {
+	d, _ := knob.Lookup(id.Name)
+	return plan.Observed{ID: id, Parts: d.PartWise, GoWithout: d.GoWithout}
 }
 
 // jobScopes are the knob scopes a job's profile applies to: the node and
@@ -342,7 +344,7 @@ func invariants(knobs map[string]knob.Knob, prof config.Profile, scopes map[stri
 		if !ok || !scopes[k.ID().Scope] {
 			continue
 		}
-		if v, err := knob.DesiredIn(k, setting, prof.Invariants.Setting); err == nil {
+		if v, err := k.Desired(setting); err == nil {
 			out = append(out, plan.Hold{ID: k.ID(), Expected: v})
 		}
 	}
@@ -395,26 +397,4 @@ func unionGPUs(a, b []gpu.Device) []gpu.Device {
 		}
 	}
 	return out
-}
-
-// ShowValue is a knob value as people read it: "(none)" for the empty
-// value (cstate_max_latency_us with no idle state disabled), which would
-// print as nothing ("state3->"). JSON and the spool keep "".
-func ShowValue[V ~string](v V) string {
-	if v == "" {
-		return "(none)"
-	}
-	return string(v)
-}
-
-// Summary is one line for the log: what changed.
-func (out *Outcome) Summary() string {
-	var parts []string
-	for _, c := range out.Changes {
-		parts = append(parts, fmt.Sprintf("%s %s->%s", c.ID, ShowValue(c.From), ShowValue(c.To)))
-	}
-	if len(parts) == 0 {
-		return "no changes"
-	}
-	return strings.Join(parts, ", ")
 }

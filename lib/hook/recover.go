@@ -15,7 +15,7 @@ import (
 // over). A journal of an earlier boot is dropped: the reboot reset the
 // node, and loadSpool records the baseline anew. It runs under the node
 // lock, before anything else.
-func recoverInterrupted(ctx context.Context, o *Options, bootID string) error {
+func recoverInterrupted(ctx context.Context, o *run, bootID string) error {
 	var j Journal
 	found, err := o.Spool.ReadJSON(journalFile, &j)
 	if err != nil {
@@ -58,7 +58,7 @@ func recoverInterrupted(ctx context.Context, o *Options, bootID string) error {
 // in half, or one the driver cannot report, never stops the roll back).
 // On success node.json and the job record are put back as they were and the
 // journal goes; on failure the journal stays for the next run.
-func rollBack(o *Options, j *Journal) error {
+func rollBack(o *run, j *Journal) error {
 	o.Log.Warn("rolling back an interrupted prolog", "job", j.Job, "started", j.Started, "changes", len(j.Changes))
 	knobs := catalog(o, o.devices())
 	failed := undo(o, knobs, j.Changes)
@@ -75,7 +75,7 @@ func rollBack(o *Options, j *Journal) error {
 // undo writes each change's From back, last first, keeping going past
 // failures, which it returns. A change whose From was never read has
 // nothing to write back.
-func undo(o *Options, knobs map[string]knob.Knob, changes []plan.Change) []string {
+func undo(o *run, knobs map[string]knob.Knob, changes []plan.Change) []string {
 	var failed []string
 	for i := len(changes) - 1; i >= 0; i-- {
 		c := changes[i]
@@ -105,7 +105,7 @@ func undo(o *Options, knobs map[string]knob.Knob, changes []plan.Change) []strin
 // add undoes partial work) and returns a node error; rolledBack says whether
 // that undo succeeded (else the journal must stay for the next run). A failed
 // optional change that was undone is left out, with a warning.
-func apply(o *Options, knobs map[string]knob.Knob, changes []plan.Change) (done []plan.Change, warnings []string, rolledBack bool, err error) {
+func apply(o *run, knobs map[string]knob.Knob, changes []plan.Change) (done []plan.Change, warnings []string, rolledBack bool, err error) {
 	for _, c := range changes {
 		k := knobs[c.ID.String()]
 		aerr := k.Apply(c.To)
@@ -130,4 +130,13 @@ func apply(o *Options, knobs map[string]knob.Knob, changes []plan.Change) (done 
 		warnings = append(warnings, about(c.ID, aerr)+" (left as it was)")
 	}
 	return done, warnings, true, nil
+}
+
+// undoValue is what undoing c writes: its Undo where the planner set one
+// (a part-wise knob's parts), else From.
+func undoValue(c plan.Change) knob.Value {
+	if c.Undo != "" {
+		return c.Undo
+	}
+	return c.From
 }

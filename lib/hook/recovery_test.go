@@ -119,7 +119,7 @@ func (e *env) killedRelease(job uint64) {
 	rec, _ := readJobRecords(e.spool)
 	r := rec[out.Job]
 	j := &Journal{Op: opRelease, Job: out.Job, Started: time.Now(), Changes: out.Changes, NodeBefore: node, NodeAfter: node, JobBefore: r,
-		Drift: driftRecords(e.opts(job, nil, ""), r, out.Drift)}
+		Drift: driftRecords(newRun(e.opts(job, nil, "")), r, out.Drift)}
 	if err := writeJournal(e.spool, j); err != nil {
 		e.t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package hook
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"gpuprep/lib/drift"
@@ -17,37 +16,12 @@ import (
 // `gpuprep-epilog --job-id N` can retry. other is set when the job is not
 // this run's own (a dead job): its drift is reported under its id, and its
 // notices for srunwrap are removed.
-func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, out *Outcome, other bool) error {
+func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out *Outcome, other bool) error {
 	knobs := catalog(o, gpusByUUID(o.devices(), rec.GPUs))
-	var holds []plan.Hold
-	current := map[string]knob.Value{}
-	var toRead []knob.Knob
-	for _, h := range slices.Concat(rec.Holds, rec.Invariants) {
-		k, ok := knobs[h.ID.String()]
-		if !ok {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: knob no longer present; nothing to restore", h.ID))
-			continue
-		}
-		if !slices.Contains(toRead, k) {
-			toRead = append(toRead, k)
-		}
-	}
-	vals, errs := readAll(toRead)
-	for i, k := range toRead {
-		if errs[i] != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %v", k.ID(), errs[i]))
-			continue
-		}
-		current[k.ID().String()] = vals[i]
-	}
-	for _, h := range rec.Holds {
-		if _, ok := knobs[h.ID.String()]; ok {
-			holds = append(holds, h)
-		}
-	}
+	now, holds := readHeld(knobs, rec, out)
 	var found []DriftFound
 	if !rec.DriftChecked {
-		found = driftOf(rec, current)
+		found = driftOf(rec, now)
 		if other {
 			for i := range found {
 				found[i].Job = rec.Job
@@ -55,8 +29,7 @@ func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, 
 		}
 		out.Drift = append(out.Drift, found...)
 	}
-	p := plan.Release(rec.Job, holds, current, defaults(o, knobs), s.nodeState())
-	narrowRestores(knobs, holds, p)
+	p := plan.Release(rec.Job, holds, now, defaults(o, knobs), s.nodeState())
 	if !other {
 		out.Changes = p.Changes
 	}
@@ -86,13 +59,45 @@ func releaseJob(ctx context.Context, o *Options, s *spoolState, rec *JobRecord, 
 	return err
 }
 
+// readHeld reads every knob rec holds or checks (its invariants), as the
+// planner sees them; a knob that cannot be read is a warning (its restore
+// is written anyway). holds are rec's holds of knobs still present.
+func readHeld(knobs map[string]knob.Knob, rec *JobRecord, out *Outcome) (now []plan.Observed, holds []plan.Hold) {
+	var toRead []knob.Knob
+	for _, h := range slices.Concat(rec.Holds, rec.Invariants) {
+		k, ok := knobs[h.ID.String()]
+		if !ok {
+			out.warn(plan.KindKnob, "%s: knob no longer present; nothing to restore", h.ID)
+			continue
+		}
+		if !slices.Contains(toRead, k) {
+			toRead = append(toRead, k)
+		}
+	}
+	vals, errs := readAll(toRead)
+	for i, k := range toRead {
+		if errs[i] != nil {
+			out.warn(plan.KindKnob, "%s: %v", k.ID(), errs[i])
+		}
+		o := observed(k.ID())
+		o.Current, o.Err = vals[i], errs[i]
+		now = append(now, o)
+	}
+	for _, h := range rec.Holds {
+		if _, ok := knobs[h.ID.String()]; ok {
+			holds = append(holds, h)
+		}
+	}
+	return now, holds
+}
+
 // finishRelease carries out a release journal (written by releaseJob, or
 // left by a killed run): it appends the drift records (idempotent), writes
 // every change's To whatever the knob holds now, keeping going past
 // failures, and commits. When a restore failed, the job's record stays,
 // holding what failed, and the error names each failure; after is that
 // record (nil when the job let go of everything).
-func finishRelease(o *Options, j *Journal, knobs map[string]knob.Knob) (after *JobRecord, err error) {
+func finishRelease(o *run, j *Journal, knobs map[string]knob.Knob) (after *JobRecord, err error) {
 	if err := drift.Append(o.Spool, j.Drift); err != nil {
 		o.Log.Error("drift records not written", "job", j.Job, "err", err)
 	}
@@ -132,8 +137,14 @@ func finishRelease(o *Options, j *Journal, knobs map[string]knob.Knob) (after *J
 }
 
 // driftOf compares what the job held, and the config's invariants, with
-// the values read now.
-func driftOf(rec *JobRecord, current map[string]knob.Value) []DriftFound {
+// the knobs as read now (a part-wise knob's summed up).
+func driftOf(rec *JobRecord, now []plan.Observed) []DriftFound {
+	current := map[string]knob.Value{}
+	for _, o := range now {
+		if o.Err == nil {
+			current[o.ID.String()] = o.Value()
+		}
+	}
 	var out []DriftFound
 	for _, set := range []struct {
 		kind  string
@@ -151,7 +162,7 @@ func driftOf(rec *JobRecord, current map[string]knob.Value) []DriftFound {
 // driftRecords turns drift found into the records of the drift file; their
 // time is fixed here, so that appending them again (a roll forward) finds
 // them already written.
-func driftRecords(o *Options, rec *JobRecord, found []DriftFound) []drift.Record {
+func driftRecords(o *run, rec *JobRecord, found []DriftFound) []drift.Record {
 	now := o.now().UTC()
 	recs := make([]drift.Record, len(found))
 	for i, f := range found {
@@ -162,13 +173,13 @@ func driftRecords(o *Options, rec *JobRecord, found []DriftFound) []drift.Record
 }
 
 // fallbackValue is the config's [defaults] setting of a knob name.
-func fallbackValue(o *Options, name string) (string, bool) {
+func fallbackValue(o *run, name string) (string, bool) {
 	return o.Config.Defaults.Setting(name)
 }
 
 // defaults are the config's [defaults], turned into knob values, by knob
 // name: what a knob is restored to when no baseline was recorded.
-func defaults(o *Options, knobs map[string]knob.Knob) map[string]knob.Value {
+func defaults(o *run, knobs map[string]knob.Knob) map[string]knob.Value {
 	out := map[string]knob.Value{}
 	for _, k := range knobs {
 		if s, ok := o.Config.Defaults.Setting(k.ID().Name); ok {

@@ -69,7 +69,7 @@ func (s *spoolState) jobOrder() []string {
 // node.json.bad (not in a dry run). The tuned values on the node are never
 // taken for the baseline: a held knob whose baseline cannot be rebuilt is a
 // node error, unless [defaults] gives its value.
-func loadSpool(o *Options, bootID string) (*spoolState, error) {
+func loadSpool(o *run, bootID string) (*spoolState, error) {
 	s := &spoolState{bootID: bootID}
 	found, err := o.Spool.ReadJSON(nodeFile, &s.node)
 	switch {
@@ -113,13 +113,12 @@ func loadSpool(o *Options, bootID string) (*spoolState, error) {
 // rebuildBaseline gives every knob a live job holds a baseline: node.json's,
 // else the copy in a job record, else [defaults] (used at release). A held
 // knob with none of them is a node error: the node would stay tuned.
-// A knob whose baseline later prologs add parts to (knob.Merger:
-// housekeeping_cpus, one cpuset per cgroup) joins the copies of every
-// record, the oldest's parts first: each record holds the baseline as its
-// own prolog left it.
-func (s *spoolState) rebuildBaseline(o *Options) error {
+// A part-wise knob's baseline, which later prologs add parts to
+// (knob.Def.PartWise: housekeeping_cpus, one cpuset per cgroup), joins the
+// copies of every record, the oldest's parts first: each record holds the
+// baseline as its own prolog left it.
+func (s *spoolState) rebuildBaseline(o *run) error {
 	rebuilt := map[string]bool{}
-	var knobs map[string]knob.Knob
 	for _, job := range s.jobOrder() {
 		if slices.Contains(s.bootStale, job) {
 			continue
@@ -129,15 +128,8 @@ func (s *spoolState) rebuildBaseline(o *Options) error {
 			key := h.ID.String()
 			if _, ok := s.node.Baseline[key]; ok {
 				if v, ok := rec.Baseline[key]; ok && rebuilt[key] {
-					if knobs == nil {
-						knobs = catalog(o, o.devices())
-					}
-					if m, ok := knobs[key].(knob.Merger); ok {
-						merged, err := m.Merge(s.node.Baseline[key], v)
-						if err != nil {
-							return nodeErrorf("spool: job %s's baseline of %s: %v", job, key, err)
-						}
-						s.node.Baseline[key] = merged
+					if err := s.mergeBaseline(key, h.ID.Name, v); err != nil {
+						return nodeErrorf("spool: job %s's baseline of %s: %v", job, key, err)
 					}
 				}
 				continue
@@ -163,11 +155,26 @@ func (s *spoolState) rebuildBaseline(o *Options) error {
 	return nil
 }
 
+// mergeBaseline joins a job record's copy v of a part-wise knob's baseline
+// (name; key its ID) into node.json's (knobval.Form.Merge).
+func (s *spoolState) mergeBaseline(key, name string, v knob.Value) error {
+	d, _ := knob.Lookup(name)
+	if d.PartWise == nil {
+		return nil
+	}
+	merged, err := d.PartWise.Merge(s.node.Baseline[key], v)
+	if err != nil {
+		return err
+	}
+	s.node.Baseline[key] = merged
+	return nil
+}
+
 // dropBootStale forgets the jobs of an earlier boot: the reboot ended them
 // and reset what they had tuned. When node.json's baseline is from an earlier
 // boot, it goes to History, with how the freshly booted node differs from
 // it, and the baseline is recorded anew from what this boot shows.
-func (s *spoolState) dropBootStale(o *Options, out *Outcome) error {
+func (s *spoolState) dropBootStale(o *run, out *Outcome) error {
 	if s.rebooted {
 		diffs := o.bootDifferences(s.node.Baseline)
 		for _, d := range diffs {
@@ -179,7 +186,7 @@ func (s *spoolState) dropBootStale(o *Options, out *Outcome) error {
 		}
 		s.node = NodeFile{BootID: s.bootID, Baseline: map[string]knob.Value{}, History: hist}
 		s.rebooted, s.dirty = false, true
-		out.Warnings = append(out.Warnings, fmt.Sprintf("node rebooted: baseline of boot %s moved to history (%s); recording it anew", hist[len(hist)-1].BootID, plural.Count(len(diffs), "difference", "differences")))
+		out.warn(plan.KindNode, "node rebooted: baseline of boot %s moved to history (%s); recording it anew", hist[len(hist)-1].BootID, plural.Count(len(diffs), "difference", "differences"))
 	}
 	if len(s.bootStale) == 0 && !s.dirty {
 		return nil
@@ -207,7 +214,7 @@ func (s *spoolState) dropBootStale(o *Options, out *Outcome) error {
 
 // bootDifferences reads each knob of an old baseline now and says which
 // differ ("vm_swappiness@node: 60 -> 10").
-func (o *Options) bootDifferences(old map[string]knob.Value) []string {
+func (o *run) bootDifferences(old map[string]knob.Value) []string {
 	knobs := catalog(o, o.devices())
 	var out []string
 	for _, key := range slices.Sorted(maps.Keys(old)) {
@@ -216,13 +223,16 @@ func (o *Options) bootDifferences(old map[string]knob.Value) []string {
 			out = append(out, key+": gone")
 			continue
 		}
-		if h, ok := k.(knob.Holder); ok {
-			// A per-cgroup baseline is not Read's text: ask the knob.
-			if same, err := h.Holds(old[key]); err == nil && same {
+		v, err := k.Read()
+		read := observed(k.ID())
+		read.Current = v
+		if err == nil {
+			// A part-wise baseline names its parts: compare by part.
+			if same, herr := read.Holds(old[key]); herr == nil && same {
 				continue
 			}
+			v = read.Value()
 		}
-		v, err := k.Read()
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("%s: unreadable (%v)", key, err))
@@ -235,7 +245,7 @@ func (o *Options) bootDifferences(old map[string]knob.Value) []string {
 
 // readBootID is /proc/sys/kernel/random/boot_id, or "" when it cannot be
 // read (then reboots are not detected).
-func readBootID(o *Options) string {
+func readBootID(o *run) string {
 	id, err := host.ReadBootID(o.Root)
 	if err != nil {
 		o.Log.Debug("no boot id: reboots not detected", "err", err)

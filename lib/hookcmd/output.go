@@ -19,7 +19,7 @@ func logOutcome(log *slog.Logger, out *hook.Outcome, err error) {
 		return
 	}
 	for _, w := range out.Warnings {
-		log.Warn(w)
+		log.Warn(w.Text)
 	}
 	for _, m := range out.MIG {
 		if m.Reconfigure == "reconfigured" {

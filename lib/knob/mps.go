@@ -99,6 +99,29 @@ func (k *mpsKnob) base() string {
 	return k.run.env.Root.Path(mps.DefaultBase)
 }
 
+// launcher is Env.MPS.Launcher, else one that keeps each daemon out of
+// the hook's own cgroup (slurmd's): a transient systemd unit where PID 1
+// is systemd (Env.Isolation.Units is set then), else a cgroup of
+// gpuprep's under the cgroup v2 root (mps.Cgroupfs, which warns when it
+// cannot).
+func (k *mpsKnob) launcher() mps.Launcher {
+	switch {
+	case k.run.env.MPS.Launcher != nil:
+		return k.run.env.MPS.Launcher
+	case k.run.env.Isolation.Units != nil:
+		return mps.Systemd{}
+	}
+	return mps.Cgroupfs{Root: k.run.env.Root}
+}
+
+// log is Env.MPS.Log, else the run's.
+func (k *mpsKnob) log() *slog.Logger {
+	if k.run.env.MPS.Log != nil {
+		return k.run.env.MPS.Log
+	}
+	return k.run.Log()
+}
+
 // control is Env.MPS.Control, or an mps.Exec of the node's program; no
 // program is ErrUnsupported.
 func (k *mpsKnob) control() (mps.Control, error) {
@@ -112,7 +135,7 @@ func (k *mpsKnob) control() (mps.Control, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", k.id, ErrUnsupported, err)
 	}
-	return &mps.Exec{Bin: bin, Proc: host.NewRoot("/"), Launcher: k.run.env.MPS.Launcher, Log: k.run.env.MPS.Log}, nil
+	return &mps.Exec{Bin: bin, Proc: host.NewRoot("/"), Launcher: k.launcher(), Log: k.log()}, nil
 }
 
 func (k *mpsKnob) daemon(p mps.Paths) mps.Daemon {
@@ -282,8 +305,8 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
-	if len(st.Killed) > 0 && k.run.env.MPS.Log != nil {
-		k.run.env.MPS.Log.Warn("MPS processes killed: they did not quit in time", "knob", k.id.String(), "pids", st.Killed, "wait", wait)
+	if len(st.Killed) > 0 {
+		k.log().Warn("MPS processes killed: they did not quit in time", "knob", k.id.String(), "pids", st.Killed, "wait", wait)
 	}
 	left, err := ctl.Left(d)
 	if err != nil {
@@ -299,8 +322,8 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
-	if pg.Left && k.run.env.MPS.Log != nil {
-		k.run.env.MPS.Log.Warn("MPS directory moved aside but not wholly deleted yet; the next start or stop goes on with it",
+	if pg.Left {
+		k.log().Warn("MPS directory moved aside but not wholly deleted yet; the next start or stop goes on with it",
 			"knob", k.id.String(), "dir", p.Dir, "entries", pg.Entries, "why", pg.Err)
 	}
 	return nil

@@ -66,3 +66,20 @@ func (p *Plan) narrow(c *Change, o Observed, held knobval.Value) bool {
 	c.To = o.Parts.FormatEach(named)
 	return len(named) > 0
 }
+
+// Holds says whether the knob as read (o.Current) holds v: a part-wise
+// knob's in whichever form v is in (Form.Holds: a value naming its parts,
+// each that still exists holding its own), any other's when it reads v.
+func (o Observed) Holds(v knobval.Value) (bool, error) {
+	if o.Parts == nil {
+		return o.Current == v, nil
+	}
+	_, now, err := o.Parts.Parse(o.Current)
+	if err != nil {
+		return false, err
+	}
+	if now == nil {
+		now = knobval.Parts{}
+	}
+	return o.Parts.Holds(now, v)
+}
