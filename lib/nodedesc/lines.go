@@ -104,11 +104,7 @@ func ints(xs []int) string {
 	if len(xs) == 0 {
 		return "-"
 	}
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
+	return textfmt.JoinInts(xs, ",")
 }
 
 func list(xs []string) string {
