@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gpuprep/internal/oracleroot"
+	"gpuprep/lib/textfmt"
 )
 
 // GresInput is a node's configuration for SlurmdGres.
@@ -107,7 +108,7 @@ func slurmdGres(in GresInput) (GresView, error) {
 		return GresView{}, err
 	}
 	if runErr != nil {
-		return GresView{}, fmt.Errorf("%w: %s", runErr, clip(out))
+		return GresView{}, fmt.Errorf("%w: %s", runErr, textfmt.Clip(strings.TrimSpace(out), 2000))
 	}
 	gpus, err := ParseSlurmdG(out)
 	if err != nil {

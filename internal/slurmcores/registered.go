@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"gpuprep/internal/oracleroot"
+	"gpuprep/lib/textfmt"
 )
 
 // oracleNode is the NodeName of the slurm.conf SlurmdRegistered writes.
@@ -73,26 +74,18 @@ func slurmdRegistered(env []string, params string) (Counts, error) {
 	m := registeredLine.FindStringSubmatch(out)
 	if m == nil {
 		if runErr != nil {
-			return Counts{}, fmt.Errorf("%w: %s", runErr, clip(out))
+			return Counts{}, fmt.Errorf("%w: %s", runErr, textfmt.Clip(strings.TrimSpace(out), 2000))
 		}
-		return Counts{}, fmt.Errorf("no CPUs:..Boards:.. line in: %s", clip(out))
+		return Counts{}, fmt.Errorf("no CPUs:..Boards:.. line in: %s", textfmt.Clip(strings.TrimSpace(out), 2000))
 	}
 	if runErr != nil {
-		return Counts{}, fmt.Errorf("%w after logging the counts: %s", runErr, clip(out))
+		return Counts{}, fmt.Errorf("%w after logging the counts: %s", runErr, textfmt.Clip(strings.TrimSpace(out), 2000))
 	}
 	var n [5]int
 	for i := range n {
 		n[i], _ = strconv.Atoi(m[i+1])
 	}
 	return Counts{CPUs: n[0], Boards: n[1], Sockets: n[2], CoresPerSocket: n[3], ThreadsPerCore: n[4]}, nil
-}
-
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 2000 {
-		return s[:2000] + "..."
-	}
-	return s
 }
 
 // unsharePath finds util-linux's unshare.

@@ -9,6 +9,7 @@ import (
 	"gpuprep/lib/srunconf"
 
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -60,7 +61,7 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 		for _, i := range t.StepGPUs {
 			g := in.slurmGPU(i)
 			if g == nil {
-				return bad("SLURM_STEP_GPUS=%s: GPU %d is not among this node's GPUs (%s)", srunconf.Show(joinInts(t.StepGPUs)), i, gpuIndexes(n))
+				return bad("SLURM_STEP_GPUS=%s: GPU %d is not among this node's GPUs (%s)", srunconf.Show(textfmt.JoinInts(t.StepGPUs, ",")), i, gpuIndexes(n))
 			}
 			e := g.UUID
 			if e == "" {
@@ -93,7 +94,7 @@ func visibleGPUs(in Input) ([]visible, *Warning) {
 			i := d.Index
 			if positional {
 				if i >= len(t.StepGPUs) {
-					return bad("CUDA_VISIBLE_DEVICES=%s: index %d is beyond SLURM_STEP_GPUS=%s", cvd, i, srunconf.ShowN(joinInts(t.StepGPUs), entryMax))
+					return bad("CUDA_VISIBLE_DEVICES=%s: index %d is beyond SLURM_STEP_GPUS=%s", cvd, i, srunconf.ShowN(textfmt.JoinInts(t.StepGPUs, ","), entryMax))
 				}
 				i = t.StepGPUs[i]
 			}
@@ -296,21 +297,13 @@ func gpuIndexes(n *topo.Node) string {
 	for i, g := range n.GPUs {
 		l[i] = g.Index
 	}
-	return joinInts(l)
+	return textfmt.JoinInts(l, ",")
 }
 
 func deviceList(l []slurm.DeviceRef) string {
 	s := make([]string, len(l))
 	for i, d := range l {
 		s[i] = d.String()
-	}
-	return strings.Join(s, ",")
-}
-
-func joinInts(l []int) string {
-	s := make([]string, len(l))
-	for i, v := range l {
-		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ",")
 }

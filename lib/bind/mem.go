@@ -7,6 +7,7 @@ import (
 	"gpuprep/lib/srunconf"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -100,5 +101,5 @@ func nodeWord(nodes []int) string {
 	if len(nodes) == 1 {
 		return fmt.Sprintf("node %d", nodes[0])
 	}
-	return "nodes " + joinInts(nodes)
+	return "nodes " + textfmt.JoinInts(nodes, ",")
 }

@@ -315,6 +315,9 @@ func (s *Set) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// clip is s cut to 40 bytes with "..." after a cut, for a message. It is
+// lib/textfmt's Clip(s, 40), kept here so that cpuset, a leaf package, imports
+// no more of gpuprep.
 func clip(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "..."

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // MIGMinorsPath lists the nvidia-caps device minor of every MIG capability
@@ -47,11 +48,11 @@ func ParseMIGMinors(name string, data []byte) (MIGMinors, error) {
 		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
-			return nil, fmt.Errorf("%s:%d: want \"<capability> <minor>\", found %q", name, ln, clip(line))
+			return nil, fmt.Errorf("%s:%d: want \"<capability> <minor>\", found %q", name, ln, textfmt.Clip(line, 60))
 		}
 		v, err := strconv.Atoi(f[1])
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("%s:%d: minor %q is not a number", name, ln, clip(f[1]))
+			return nil, fmt.Errorf("%s:%d: minor %q is not a number", name, ln, textfmt.Clip(f[1], 60))
 		}
 		m[f[0]] = v
 	}
@@ -78,11 +79,4 @@ func (m MIGMinors) get(k string) int {
 		return v
 	}
 	return -1
-}
-
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
 }

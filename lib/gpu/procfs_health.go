@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"strings"
+
+	"gpuprep/lib/textfmt"
 )
 
 // procDriverVersion is the driver's version banner.
@@ -28,14 +30,14 @@ func ParseDriverVersion(name, text string) (string, error) {
 	line, _, _ := strings.Cut(text, "\n")
 	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "NVRM version:")
 	if !ok {
-		return "", fmt.Errorf("%s: first line does not start with \"NVRM version:\": %q", name, clip(line))
+		return "", fmt.Errorf("%s: first line does not start with \"NVRM version:\": %q", name, textfmt.Clip(line, 60))
 	}
 	for _, f := range strings.Fields(rest) {
 		if isVersion(f) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no version number in %q", name, clip(line))
+	return "", fmt.Errorf("%s: no version number in %q", name, textfmt.Clip(line, 60))
 }
 
 func isVersion(s string) bool {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"gpuprep/lib/textfmt"
 )
 
 // gpuInformation is what gpuprep takes from the driver's
@@ -32,7 +34,7 @@ func parseInformation(name string, data []byte) (gpuInformation, error) {
 		}
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
-			return info, fmt.Errorf("%s:%d: want \"Key: value\", found %q", name, ln, clip(strings.TrimSpace(line)))
+			return info, fmt.Errorf("%s:%d: want \"Key: value\", found %q", name, ln, textfmt.Clip(strings.TrimSpace(line), 60))
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		switch k {
@@ -40,19 +42,19 @@ func parseInformation(name string, data []byte) (gpuInformation, error) {
 			info.Model = v
 		case "GPU UUID":
 			if !strings.HasPrefix(v, "GPU-") {
-				return info, fmt.Errorf("%s:%d: GPU UUID %q does not start with GPU-", name, ln, clip(v))
+				return info, fmt.Errorf("%s:%d: GPU UUID %q does not start with GPU-", name, ln, textfmt.Clip(v, 60))
 			}
 			info.UUID = v
 		case "Bus Location":
 			bus, ok := parseBusID(v)
 			if !ok {
-				return info, fmt.Errorf("%s:%d: bus location %q is not a PCI address", name, ln, clip(v))
+				return info, fmt.Errorf("%s:%d: bus location %q is not a PCI address", name, ln, textfmt.Clip(v, 60))
 			}
 			info.BusID = bus
 		case "Device Minor":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return info, fmt.Errorf("%s:%d: device minor %q is not a number", name, ln, clip(v))
+				return info, fmt.Errorf("%s:%d: device minor %q is not a number", name, ln, textfmt.Clip(v, 60))
 			}
 			info.Minor = n
 		default:

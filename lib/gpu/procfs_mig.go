@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // procMIG reads a GPU's MIG state from the driver's capability files,
@@ -97,7 +98,7 @@ func parseCapMinor(name string, data []byte) (int, error) {
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 {
-			return -1, fmt.Errorf("%s:%d: DeviceFileMinor %q is not a number", name, ln, clip(strings.TrimSpace(v)))
+			return -1, fmt.Errorf("%s:%d: DeviceFileMinor %q is not a number", name, ln, textfmt.Clip(strings.TrimSpace(v), 60))
 		}
 		return n, nil
 	}

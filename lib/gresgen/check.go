@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -83,7 +84,7 @@ func checkGres(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options)
 			if h.Links == nil {
 				add("no Links=; NVLink counts are known (see the generated file)")
 			} else {
-				add(fmt.Sprintf("Links=%s, but NVLink counts are %s", joinInts(h.Links), joinInts(w.Links)))
+				add(fmt.Sprintf("Links=%s, but NVLink counts are %s", textfmt.JoinInts(h.Links, ","), textfmt.JoinInts(w.Links, ",")))
 			}
 		}
 	}
@@ -206,17 +207,9 @@ func formatLine(d Device) string {
 	}
 	s += " Cores=" + d.Cores.String()
 	if d.Links != nil {
-		s += " Links=" + joinInts(d.Links)
+		s += " Links=" + textfmt.JoinInts(d.Links, ",")
 	}
 	return s
-}
-
-func joinInts(v []int) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, ",")
 }
 
 func orNone(s string) string {

@@ -2,7 +2,6 @@ package gresgen_test
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -85,8 +85,8 @@ func TestGresConfAgainstSlurmd(t *testing.T) {
 				if cores, err := cpuset.Parse(g.Cores); err != nil || !cores.Equal(w.Cores) {
 					t.Errorf("%s: slurmd Cores=%s, generated %s", key, g.Cores, w.Cores)
 				}
-				if g.Links != joinInts(w.Links) {
-					t.Errorf("%s: slurmd Links=%q, generated %q", key, g.Links, joinInts(w.Links))
+				if g.Links != textfmt.JoinInts(w.Links, ",") {
+					t.Errorf("%s: slurmd Links=%q, generated %q", key, g.Links, textfmt.JoinInts(w.Links, ","))
 				}
 			}
 			if t.Failed() {
@@ -128,12 +128,4 @@ func generate(t *testing.T, dir, backend string, lines bool) (string, string, *g
 		t.Fatal(err)
 	}
 	return gres.String(), nodeLine.String(), res
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }

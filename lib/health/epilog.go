@@ -15,6 +15,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 )
 
 // leftovers is the leftover_processes check: processes on the job's GPUs
@@ -157,5 +158,5 @@ func external(ctx context.Context, o Options) []Result {
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return clip(strings.TrimSpace(lines[len(lines)-1]))
+	return textfmt.Fit(strings.TrimSpace(lines[len(lines)-1]), 60)
 }

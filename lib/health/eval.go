@@ -61,7 +61,7 @@ func Evaluate(f *Facts, e Expect, checks []string, ev Events) []Result {
 		case "xid":
 			rs = evalXIDs(f, e, ev, out)
 		default:
-			eval, ok := gpuChecks[c]
+			check, ok := gpuChecks[c]
 			if !ok {
 				continue // epilog checks, evaluated by Run
 			}
@@ -69,7 +69,7 @@ func Evaluate(f *Facts, e Expect, checks []string, ev Events) []Result {
 				rs = []Result{skip(c, nodeScope, "no GPUs in scope")}
 			}
 			for _, g := range f.GPUs {
-				r := eval(g, e)
+				r := check.eval(c, g, e)
 				r.BusID = g.Dev.BusID
 				rs = append(rs, r)
 			}
@@ -85,14 +85,14 @@ func Evaluate(f *Facts, e Expect, checks []string, ev Events) []Result {
 }
 
 // gpuChecks are the checks of one GPU.
-var gpuChecks = map[string]func(GPUFacts, Expect) Result{
-	"persistence":  evalPersistence,
-	"ecc_mode":     evalECCMode,
-	"ecc_volatile": evalECCVolatile,
-	"row_remap":    evalRowRemap,
-	"nvlinks":      evalNVLinks,
-	"pcie_link":    evalPCIe,
-	"throttle":     evalThrottle,
+var gpuChecks = map[string]gpuCheck{
+	"persistence":  {settingsRead, judgePersistence},
+	"ecc_mode":     {settingsRead, judgeECCMode},
+	"ecc_volatile": {healthRead, judgeECCVolatile},
+	"row_remap":    {healthRead, judgeRowRemap},
+	"nvlinks":      {nil, judgeNVLinks},
+	"pcie_link":    {pcieRead, judgePCIe},
+	"throttle":     {throttleRead, judgeThrottle},
 }
 
 // unreadable is the result of a fact that could not be read: skipped when

@@ -8,61 +8,96 @@ import (
 	"gpuprep/lib/gpu"
 )
 
-// The checks of one GPU (gpuChecks), each over one GPU's facts.
+// The checks of one GPU (gpuChecks), each over one GPU's facts. A check
+// names the fact it needs (read: its read error, nil for none) and judges
+// it (judge); gpuCheck.eval does the rest: a fact that could not be read
+// is unreadable, and the finding becomes a result in the GPU's scope.
 
-func evalPersistence(g GPUFacts, _ Expect) Result {
-	const c = "persistence"
-	s := gpuScope(g.Dev)
-	if g.SettingsErr != nil {
-		return unreadable(c, s, g.SettingsErr)
-	}
-	if has(g.Settings.Unsupported, "persistence") {
-		return skip(c, s, "persistence mode not supported")
-	}
-	if !g.Settings.Persistence {
-		return fail(c, s, "persistence mode is off")
-	}
-	return ok(c, s, "on")
+// gpuCheck is one check of one GPU.
+type gpuCheck struct {
+	read  func(GPUFacts) error // the error reading the fact judged; nil: none
+	judge func(GPUFacts, Expect) finding
 }
 
-func evalECCMode(g GPUFacts, _ Expect) Result {
-	const c = "ecc_mode"
+// finding is what a check found on one GPU: ok with the value seen,
+// failed or skipped with why, or a fact it could not read (err).
+type finding struct {
+	status Status
+	text   string
+	err    error
+}
+
+func passed(value string) finding { return finding{status: OK, text: value} }
+func failed(why string) finding   { return finding{status: Fail, text: why} }
+func skipped(why string) finding  { return finding{status: Skip, text: why} }
+func unread(err error) finding    { return finding{err: err} }
+
+// The facts a check reads, by their read error.
+func settingsRead(g GPUFacts) error { return g.SettingsErr }
+func healthRead(g GPUFacts) error   { return g.HealthErr }
+func pcieRead(g GPUFacts) error     { return g.PCIeErr }
+func throttleRead(g GPUFacts) error { return g.ThrottleErr }
+
+// eval is check c on the GPU of g: unreadable when its fact could not be
+// read, else what judge found, in the GPU's scope.
+func (k gpuCheck) eval(c string, g GPUFacts, e Expect) Result {
 	s := gpuScope(g.Dev)
-	if g.SettingsErr != nil {
-		return unreadable(c, s, g.SettingsErr)
+	var f finding
+	if k.read != nil {
+		f.err = k.read(g)
+	}
+	if f.err == nil {
+		f = k.judge(g, e)
 	}
 	switch {
-	case has(g.Settings.Unsupported, "ecc_enabled"):
-		return skip(c, s, "ECC not supported")
-	case !g.Settings.ECCEnabled:
-		return fail(c, s, "ECC is disabled")
-	case !g.Settings.ECCPending:
-		return fail(c, s, "ECC is to be disabled at the next GPU reset")
+	case f.err != nil:
+		return unreadable(c, s, f.err)
+	case f.status == Skip:
+		return skip(c, s, f.text)
+	case f.status == Fail:
+		return fail(c, s, f.text)
 	}
-	return ok(c, s, "on")
+	return ok(c, s, f.text)
 }
 
-func evalECCVolatile(g GPUFacts, _ Expect) Result {
-	const c = "ecc_volatile"
-	s := gpuScope(g.Dev)
-	if g.HealthErr != nil {
-		return unreadable(c, s, g.HealthErr)
+// judgePersistence: persistence mode on.
+func judgePersistence(g GPUFacts, _ Expect) finding {
+	switch {
+	case has(g.Settings.Unsupported, "persistence"):
+		return skipped("persistence mode not supported")
+	case !g.Settings.Persistence:
+		return failed("persistence mode is off")
 	}
+	return passed("on")
+}
+
+// judgeECCMode: ECC on, and staying on after the next GPU reset.
+func judgeECCMode(g GPUFacts, _ Expect) finding {
+	switch {
+	case has(g.Settings.Unsupported, "ecc_enabled"):
+		return skipped("ECC not supported")
+	case !g.Settings.ECCEnabled:
+		return failed("ECC is disabled")
+	case !g.Settings.ECCPending:
+		return failed("ECC is to be disabled at the next GPU reset")
+	}
+	return passed("on")
+}
+
+// judgeECCVolatile: no volatile uncorrectable ECC error.
+func judgeECCVolatile(g GPUFacts, _ Expect) finding {
 	if has(g.Health.Unsupported, "ecc_volatile_uncorrected") {
-		return skip(c, s, "ECC counters not supported")
+		return skipped("ECC counters not supported")
 	}
 	if n := g.Health.ECCVolatileUncorrected; n > 0 {
-		return fail(c, s, fmt.Sprintf("%d volatile uncorrectable ECC %s", n, map[bool]string{true: "error", false: "errors"}[n == 1]))
+		return failed(fmt.Sprintf("%d volatile uncorrectable ECC %s", n, map[bool]string{true: "error", false: "errors"}[n == 1]))
 	}
-	return ok(c, s, "0")
+	return passed("0")
 }
 
-func evalRowRemap(g GPUFacts, _ Expect) Result {
-	const c = "row_remap"
-	s := gpuScope(g.Dev)
-	if g.HealthErr != nil {
-		return unreadable(c, s, g.HealthErr)
-	}
+// judgeRowRemap: no failed or pending row remapping, no pending page
+// retirement.
+func judgeRowRemap(g GPUFacts, _ Expect) finding {
 	h := g.Health
 	var probs []string
 	if h.RemappingFailed {
@@ -75,17 +110,18 @@ func evalRowRemap(g GPUFacts, _ Expect) Result {
 		probs = append(probs, "retired pages pending (reset the GPU)")
 	}
 	if len(probs) > 0 {
-		return fail(c, s, strings.Join(probs, ", "))
+		return failed(strings.Join(probs, ", "))
 	}
 	if has(h.Unsupported, "remapping_failed") && has(h.Unsupported, "retired_pages_pending") {
-		return skip(c, s, "neither row remapping nor page retirement supported")
+		return skipped("neither row remapping nor page retirement supported")
 	}
-	return ok(c, s, "none pending")
+	return passed("none pending")
 }
 
-func evalNVLinks(g GPUFacts, e Expect) Result {
-	const c = "nvlinks"
-	s := gpuScope(g.Dev)
+// judgeNVLinks: as many active NVLinks as [health] nvlinks or the model
+// file want (-1: all the GPU has). It reads the links only when a count is
+// expected, so it names no fact up front.
+func judgeNVLinks(g GPUFacts, e Expect) finding {
 	want, from := e.Health.NVLinks, "health.nvlinks"
 	if want == 0 {
 		if m, ok := e.Models.For(g.Dev.Name); ok && m.NVLinks > 0 {
@@ -93,33 +129,28 @@ func evalNVLinks(g GPUFacts, e Expect) Result {
 		}
 	}
 	if want == 0 {
-		return skip(c, s, "no expected count (health.nvlinks, model file)")
+		return skipped("no expected count (health.nvlinks, model file)")
 	}
 	if g.LinksErr != nil {
 		if errors.Is(g.LinksErr, gpu.ErrUnsupported) && !strings.Contains(g.LinksErr.Error(), "backend cannot") {
-			return fail(c, s, fmt.Sprintf("NVML reports no NVLink, want %d active (%s)", want, from))
+			return failed(fmt.Sprintf("NVML reports no NVLink, want %d active (%s)", want, from))
 		}
-		return unreadable(c, s, g.LinksErr)
+		return unread(g.LinksErr)
 	}
 	if want < 0 {
 		want, from = g.LinksTotal, "all the GPU has"
 	}
 	if g.LinksActive < want {
-		return fail(c, s, fmt.Sprintf("%d of %d NVLinks active, want %d (%s)", g.LinksActive, g.LinksTotal, want, from))
+		return failed(fmt.Sprintf("%d of %d NVLinks active, want %d (%s)", g.LinksActive, g.LinksTotal, want, from))
 	}
-	return ok(c, s, fmt.Sprintf("%d active", g.LinksActive))
+	return passed(fmt.Sprintf("%d active", g.LinksActive))
 }
 
-// evalPCIe compares the GPU's link width with the model file's or the
+// judgePCIe compares the GPU's link width with the model file's or the
 // link's maximum, and its speed likewise, except on an idle GPU: NVIDIA
 // GPUs lower their link speed when idle, so an idle GPU's speed says
 // nothing (its width does).
-func evalPCIe(g GPUFacts, e Expect) Result {
-	const c = "pcie_link"
-	s := gpuScope(g.Dev)
-	if g.PCIeErr != nil {
-		return unreadable(c, s, g.PCIeErr)
-	}
+func judgePCIe(g GPUFacts, e Expect) finding {
 	l := g.PCIe
 	wantW, wantS, wantGTs := l.MaxWidth, l.MaxSpeed, l.MaxGTs
 	if m, ok := e.Models.For(g.Dev.Name); ok {
@@ -140,23 +171,19 @@ func evalPCIe(g GPUFacts, e Expect) Result {
 		probs = append(probs, fmt.Sprintf("link speed %s, want %s", l.Speed, wantS))
 	}
 	if len(probs) > 0 {
-		return fail(c, s, "PCIe "+strings.Join(probs, ", "))
+		return failed("PCIe " + strings.Join(probs, ", "))
 	}
 	v := fmt.Sprintf("x%d %s", l.Width, l.Speed)
 	if idle {
 		v += " (idle: speed not compared)"
 	}
-	return ok(c, s, v)
+	return passed(v)
 }
 
-func evalThrottle(g GPUFacts, _ Expect) Result {
-	const c = "throttle"
-	s := gpuScope(g.Dev)
-	if g.ThrottleErr != nil {
-		return unreadable(c, s, g.ThrottleErr)
-	}
+// judgeThrottle: no clock throttle reason of gpu.ThrottleBad.
+func judgeThrottle(g GPUFacts, _ Expect) finding {
 	if bad := g.Throttle & gpu.ThrottleBad; bad != 0 {
-		return fail(c, s, "clocks throttled: "+strings.Join(gpu.ThrottleNames(bad), ", "))
+		return failed("clocks throttled: " + strings.Join(gpu.ThrottleNames(bad), ", "))
 	}
-	return ok(c, s, strings.Join(append([]string{"none bad"}, gpu.ThrottleNames(g.Throttle)...), ", "))
+	return passed(strings.Join(append([]string{"none bad"}, gpu.ThrottleNames(g.Throttle)...), ", "))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // IBPort is one port of an RDMA device.
@@ -41,7 +42,7 @@ func ReadIBPorts(r host.Root) ([]IBPort, error) {
 		}
 		_, name, ok := strings.Cut(st, ": ")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("%s/state: %q is not \"<n>: <STATE>\"", d, clip(st))
+			return nil, fmt.Errorf("%s/state: %q is not \"<n>: <STATE>\"", d, textfmt.Fit(st, 60))
 		}
 		p.State = name
 		if p.Rate, err = r.ReadString(d + "/rate"); err != nil {
@@ -50,7 +51,7 @@ func ReadIBPorts(r host.Root) ([]IBPort, error) {
 		num, _, _ := strings.Cut(p.Rate, " ")
 		rate, err := strconv.ParseFloat(num, 64)
 		if err != nil || !strings.Contains(p.Rate, "Gb/sec") {
-			return nil, fmt.Errorf("%s/rate: %q is not a rate such as \"400 Gb/sec (4X NDR)\"", d, clip(p.Rate))
+			return nil, fmt.Errorf("%s/rate: %q is not a rate such as \"400 Gb/sec (4X NDR)\"", d, textfmt.Fit(p.Rate, 60))
 		}
 		p.RateGbps = int(rate)
 		if p.LinkLayer, err = r.ReadString(d + "/link_layer"); err != nil {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // KmsgPath is the kernel log as records.
@@ -194,13 +195,13 @@ func parseRecord(b []byte) (Record, error) {
 	seqB, rest, ok2 := bytes.Cut(rest, []byte(","))
 	usecB, _, _ := bytes.Cut(rest, []byte(","))
 	if !ok || !ok1 || !ok2 {
-		return Record{}, fmt.Errorf("%q is not a kmsg record \"PRIO,SEQ,USEC,FLAGS;MSG\"", clip(string(b)))
+		return Record{}, fmt.Errorf("%q is not a kmsg record \"PRIO,SEQ,USEC,FLAGS;MSG\"", textfmt.Fit(string(b), 60))
 	}
 	prio, err0 := strconv.ParseUint(string(prioB), 10, 32)
 	seq, err1 := strconv.ParseUint(string(seqB), 10, 64)
 	usec, err2 := strconv.ParseUint(string(usecB), 10, 64)
 	if err0 != nil || err1 != nil || err2 != nil {
-		return Record{}, fmt.Errorf("%q: priority, sequence and time must be numbers", clip(string(head)))
+		return Record{}, fmt.Errorf("%q: priority, sequence and time must be numbers", textfmt.Fit(string(head), 60))
 	}
 	msg, _, _ = bytes.Cut(msg, []byte("\n"))
 	return Record{Prio: prio, Seq: seq, USec: usec, Msg: string(msg)}, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // PCIeLink is a PCI device's link as sysfs reports it.
@@ -44,7 +45,7 @@ func readWidth(r host.Root, p string) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(s, "x"))
 	if err != nil || n < 0 || n > 64 {
-		return 0, fmt.Errorf("%s: %q is not a link width", p, clip(s))
+		return 0, fmt.Errorf("%s: %q is not a link width", p, textfmt.Fit(s, 60))
 	}
 	return n, nil
 }
@@ -72,14 +73,7 @@ func ParseLinkSpeed(s string) (float64, error) {
 	num, _, ok := strings.Cut(s, " GT/s")
 	v, err := strconv.ParseFloat(num, 64)
 	if !ok || err != nil || v <= 0 {
-		return 0, fmt.Errorf("%q is not a link speed such as \"32.0 GT/s PCIe\"", clip(s))
+		return 0, fmt.Errorf("%q is not a link speed such as \"32.0 GT/s PCIe\"", textfmt.Fit(s, 60))
 	}
 	return v, nil
-}
-
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:57] + "..."
-	}
-	return s
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // Swap is the node's active swap.
@@ -31,16 +32,16 @@ func ReadSwap(r host.Root) (Swap, error) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "Filename") {
-		return s, fmt.Errorf("/proc/swaps: first line %q is not the \"Filename Type Size Used Priority\" header", clip(lines[0]))
+		return s, fmt.Errorf("/proc/swaps: first line %q is not the \"Filename Type Size Used Priority\" header", textfmt.Fit(lines[0], 60))
 	}
 	for i, l := range lines[1:] {
 		f := strings.Fields(l)
 		if len(f) < 3 {
-			return s, fmt.Errorf("/proc/swaps:%d: %q is not \"Filename Type Size Used Priority\"", i+2, clip(l))
+			return s, fmt.Errorf("/proc/swaps:%d: %q is not \"Filename Type Size Used Priority\"", i+2, textfmt.Fit(l, 60))
 		}
 		kb, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {
-			return s, fmt.Errorf("/proc/swaps:%d: size %q is not a number", i+2, clip(f[2]))
+			return s, fmt.Errorf("/proc/swaps:%d: size %q is not a number", i+2, textfmt.Fit(f[2], 60))
 		}
 		s.Devices = append(s.Devices, f[0])
 		s.TotalKB += kb
@@ -63,7 +64,7 @@ func readMeminfoSwap(r host.Root) (Swap, error) {
 		}
 		num, _, _ := strings.Cut(strings.TrimSpace(v), " ")
 		if s.TotalKB, err = strconv.ParseInt(num, 10, 64); err != nil {
-			return s, fmt.Errorf("/proc/meminfo:%d: SwapTotal %q is not a number", ln, clip(strings.TrimSpace(v)))
+			return s, fmt.Errorf("/proc/meminfo:%d: SwapTotal %q is not a number", ln, textfmt.Fit(strings.TrimSpace(v), 60))
 		}
 		return s, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/textfmt"
 )
 
 // XID is one Xid event from the kernel log.
@@ -69,7 +70,7 @@ func ParseXID(rec Record) (x XID, ok bool) {
 		return x, false
 	}
 	x = XID{Code: code, BusID: canonicalBus(m[1]), MIG: strings.TrimSpace(m[2]), Seq: rec.Seq, USec: rec.USec,
-		Text: clip(strings.TrimSpace(m[4]))}
+		Text: textfmt.Fit(strings.TrimSpace(m[4]), 60)}
 	if code == XIDRecoveryChanged {
 		// The driver's text is the line's end: its last match.
 		if all := recoveryChangeRE.FindAllStringSubmatch(m[4], -1); all != nil {

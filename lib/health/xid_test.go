@@ -10,6 +10,7 @@ import (
 	"gpuprep/internal/gpumock"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/textfmt"
 )
 
 // kern is a kernel-facility record (PRIO 4: LOG_KERN, KERN_WARNING, as
@@ -36,7 +37,7 @@ func TestParseXID(t *testing.T) {
 		{"NVRM: Xid (PCI:0000:18:00): 13, pid=7, name=): 79, x, Graphics Exception", 13, "0000:18:00.0", "", "pid=7, name=): 79, x, Graphics Exception"},
 	} {
 		x, ok := ParseXID(kern(7, tc.msg))
-		if !ok || x.Code != tc.code || x.BusID != tc.bus || x.MIG != tc.mig || x.Seq != 7 || x.Text != clip(tc.text) {
+		if !ok || x.Code != tc.code || x.BusID != tc.bus || x.MIG != tc.mig || x.Seq != 7 || x.Text != textfmt.Fit(tc.text, 60) {
 			t.Errorf("%q: %+v %v", tc.msg, x, ok)
 		}
 	}

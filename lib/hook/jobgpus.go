@@ -11,6 +11,7 @@ import (
 
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 )
 
 // What SLURM_JOB_GPUS means (measured with Slurm 22.05.8 in the real-Slurm
@@ -144,7 +145,7 @@ func jobGPUs(o *run) (gpus []gpu.Device, mig bool, warning string) {
 		return nil, false, ""
 	}
 	skip := func(err error) ([]gpu.Device, bool, string) {
-		return nil, false, fmt.Sprintf("GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=%s are: %v", joinInts(o.Job.GPUs), err)
+		return nil, false, fmt.Sprintf("GPU knobs skipped: cannot tell which GPUs SLURM_JOB_GPUS=%s are: %v", textfmt.JoinInts(o.Job.GPUs, ","), err)
 	}
 	devs, p, err := gresDevices(o)
 	if err != nil {
@@ -201,12 +202,4 @@ func slurmGPUMinors(o *run) []int {
 		out[i] = d.Minor
 	}
 	return out
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
 }

@@ -10,6 +10,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/gresgen"
+	"gpuprep/lib/textfmt"
 )
 
 // The [mig] check: each of the job's GPUs that [mig.layout] names must have
@@ -133,7 +134,7 @@ func compareMIG(d gpu.Device, want []string, st gpu.MIGState) MIGCheck {
 	problem := ""
 	switch {
 	case st.Current != st.Pending:
-		problem = fmt.Sprintf("MIG mode pending: %s now, %s after the next GPU reset", onOff(st.Current), onOff(st.Pending))
+		problem = fmt.Sprintf("MIG mode pending: %s now, %s after the next GPU reset", textfmt.EnabledDisabled(st.Current), textfmt.EnabledDisabled(st.Pending))
 	case st.Current != wantOn && wantOn:
 		problem = fmt.Sprintf("want %s, found %s", c.Want, c.Found)
 	case st.Current != wantOn:
@@ -154,13 +155,6 @@ func compareMIG(d gpu.Device, want []string, st gpu.MIGState) MIGCheck {
 	}
 	c.Reason = fmt.Sprintf("MIG mismatch on GPU %d (%s): %s", d.Index, d.BusID, problem)
 	return c
-}
-
-func onOff(on bool) string {
-	if on {
-		return "enabled"
-	}
-	return "disabled"
 }
 
 // describeMIGState is what a GPU's MIG state reads as in a reason: "MIG

@@ -13,6 +13,7 @@ import (
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/plan"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -105,12 +106,12 @@ func reconfigureMIG(ctx context.Context, o *run, s *spoolState, out *Outcome, gp
 	if len(changed) > 0 {
 		lines, err := gresLinesAfterMIG(o, changed)
 		if err != nil {
-			out.warn(plan.KindMIG, "MIG layout changed on GPU %s: slurmd must reload gres.conf, but its lines could not be made: %v", joinIndexes(changed), err)
+			out.warn(plan.KindMIG, "MIG layout changed on GPU %s: slurmd must reload gres.conf, but its lines could not be made: %v", textfmt.JoinInts(changed, ", "), err)
 		} else {
 			out.MIGGres = lines
-			out.warn(plan.KindMIG, "MIG layout changed on GPU %s: Slurm needs the gres.conf below (gpuprep-gres prints it); write it and restart slurmd so that it reloads them", joinIndexes(changed))
+			out.warn(plan.KindMIG, "MIG layout changed on GPU %s: Slurm needs the gres.conf below (gpuprep-gres prints it); write it and restart slurmd so that it reloads them", textfmt.JoinInts(changed, ", "))
 		}
-		o.Log.Warn("MIG layout changed: slurmd must reload gres.conf", "gpus", joinIndexes(changed), "gres", strings.Join(out.MIGGres, "\n"))
+		o.Log.Warn("MIG layout changed: slurmd must reload gres.conf", "gpus", textfmt.JoinInts(changed, ", "), "gres", strings.Join(out.MIGGres, "\n"))
 	}
 	if len(failed) > 0 {
 		return &migError{node: &NodeError{Reason: strings.Join(failed, "; ")}}
@@ -176,14 +177,6 @@ func gresLinesAfterMIG(o *run, changed []int) ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n"), nil
-}
-
-func joinIndexes(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, ", ")
 }
 
 // requestNotHonoured handles reconfigureMIG's error err for a job that

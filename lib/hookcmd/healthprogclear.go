@@ -19,6 +19,7 @@ import (
 	"gpuprep/lib/health"
 	"gpuprep/lib/host"
 	"gpuprep/lib/state"
+	"gpuprep/lib/textfmt"
 )
 
 // euid is the effective user id (a test stands in for a user).
@@ -168,7 +169,7 @@ func clearTarget(arg string, inv []health.GPURef) ([]string, error) {
 // (/proc/self/loginuid, which su and sudo keep), else "uid N".
 func clearedBy(getenv func(string) string, root host.Root) string {
 	if u := getenv("SUDO_USER"); u != "" {
-		return clip200(u)
+		return textfmt.Head(u, 200)
 	}
 	if b, err := root.ReadFile("/proc/self/loginuid"); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" && id != "4294967295" {
@@ -179,13 +180,6 @@ func clearedBy(getenv func(string) string, root host.Root) string {
 		}
 	}
 	return "uid " + strconv.Itoa(os.Getuid())
-}
-
-func clip200(s string) string {
-	if len(s) > 200 {
-		return s[:200]
-	}
-	return s
 }
 
 // writeClear prints what --clear did: one line per GPU cleared, or that

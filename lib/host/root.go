@@ -250,6 +250,9 @@ func (r Root) Resolve(p string) (string, error) {
 	return "", fmt.Errorf("resolve %s: too many levels of symbolic links", p)
 }
 
+// clip is s cut to 40 bytes with "..." after a cut, for a message. It is
+// lib/textfmt's Clip(s, 40), kept here so that host, a leaf package, imports
+// no more of gpuprep.
 func clip(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "..."

@@ -7,6 +7,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // InterruptsPath is the kernel's table of interrupts and their counts.
@@ -105,7 +106,7 @@ func ParseInterrupts(b []byte) (Interrupts, error) {
 		label, rest, ok := strings.Cut(line, ":")
 		label = strings.TrimSpace(label)
 		if !ok || label == "" || strings.ContainsAny(label, " \t") {
-			return Interrupts{}, lineErr(lineNo, "want \"<irq>:\" or \"<name>:\", found %q", clip(line))
+			return Interrupts{}, lineErr(lineNo, "want \"<irq>:\" or \"<name>:\", found %q", textfmt.Clip(line, 60))
 		}
 		if label[0] < '0' || label[0] > '9' {
 			continue // NMI, LOC, IPI0, ERR: per-CPU events, not IRQs
@@ -141,7 +142,7 @@ func parseHeader(line string) ([]int, error) {
 		id, ok := strings.CutPrefix(c, "CPU")
 		v, err := strconv.Atoi(id)
 		if !ok || err != nil || v < 0 || v > cpuset.MaxCPU || id != strconv.Itoa(v) {
-			return nil, fmt.Errorf("header: want CPU<n> columns, found %q", clip(c))
+			return nil, fmt.Errorf("header: want CPU<n> columns, found %q", textfmt.Clip(c, 60))
 		}
 		if len(cpus) > 0 && v <= cpus[len(cpus)-1] {
 			return nil, fmt.Errorf("header: CPU%d after CPU%d (want ascending)", v, cpus[len(cpus)-1])
@@ -154,7 +155,7 @@ func parseHeader(line string) ([]int, error) {
 // parseIRQ reads an IRQ number: decimal digits, at most MaxIRQ.
 func parseIRQ(s string) (int, error) {
 	if s == "" || len(s) > 9 || strings.Trim(s, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not an IRQ number", clip(s))
+		return 0, fmt.Errorf("%q is not an IRQ number", textfmt.Clip(s, 60))
 	}
 	v, _ := strconv.Atoi(s)
 	if v > MaxIRQ {
@@ -177,7 +178,7 @@ func parseRow(irq int, rest string, ncpu int) (Interrupt, error) {
 		}
 		v, err := strconv.ParseUint(tok, 10, 64)
 		if err != nil {
-			return row, fmt.Errorf("count %q for the CPU column %d is not a number", clip(tok), c+1)
+			return row, fmt.Errorf("count %q for the CPU column %d is not a number", textfmt.Clip(tok, 60), c+1)
 		}
 		row.Counts[c] = v
 	}
@@ -227,7 +228,7 @@ func hwirqHandler(tok string) (hw int64, handler string, ok bool, err error) {
 	}
 	v, perr := strconv.ParseInt(num, 10, 64)
 	if perr != nil {
-		return -1, "", false, fmt.Errorf("hwirq %q is out of range", clip(num))
+		return -1, "", false, fmt.Errorf("hwirq %q is out of range", textfmt.Clip(num, 60))
 	}
 	return v, handler, true, nil
 }
@@ -246,12 +247,4 @@ func field(s string) (word, rest string) {
 // lineErr is an error at a line of /proc/interrupts.
 func lineErr(line int, format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %w", InterruptsPath, line, fmt.Errorf(format, args...))
-}
-
-// clip shortens a string for an error message.
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
 }

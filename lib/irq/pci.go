@@ -9,6 +9,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // PCIDevicesDir is sysfs's folder of PCI functions by bus id.
@@ -130,7 +131,7 @@ func readInt(r host.Root, p string, def, lo, hi int) (int, error) {
 // hex digits, ':' and '.', so it cannot climb out of the folder.
 func checkBusID(id string) error {
 	if id == "" || len(id) > 32 || strings.Trim(id, "0123456789abcdefABCDEF:.") != "" || strings.Contains(id, "..") {
-		return fmt.Errorf("PCI bus id %q: want one like 0000:18:00.0", clip(id))
+		return fmt.Errorf("PCI bus id %q: want one like 0000:18:00.0", textfmt.Clip(id, 60))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/textfmt"
 )
 
 // Placed is one IRQ gpuprep moved, as PlacedPath keeps it: where it was
@@ -52,7 +53,7 @@ func ParsePlaced(path string, b []byte) ([]Placed, error) {
 		}
 		f := strings.Fields(line)
 		if len(f) != 3 && (len(f) != 4 || f[3] != "refused") {
-			return nil, fmt.Errorf("%s:%d: want \"<irq> <cpus before> <cpus set> [refused]\", got %q", path, i+1, clip(line))
+			return nil, fmt.Errorf("%s:%d: want \"<irq> <cpus before> <cpus set> [refused]\", got %q", path, i+1, textfmt.Clip(line, 60))
 		}
 		n, err := parseIRQ(f[0])
 		if err != nil {
@@ -65,7 +66,7 @@ func ParsePlaced(path string, b []byte) ([]Placed, error) {
 		p := Placed{IRQ: n, Refused: len(f) == 4}
 		for j, dst := range []*cpuset.Set{&p.From, &p.To} {
 			if *dst, err = cpuset.Parse(f[1+j]); err != nil || dst.IsEmpty() {
-				return nil, fmt.Errorf("%s:%d: %q is not a CPU list", path, i+1, clip(f[1+j]))
+				return nil, fmt.Errorf("%s:%d: %q is not a CPU list", path, i+1, textfmt.Clip(f[1+j], 60))
 			}
 		}
 		out = append(out, p)

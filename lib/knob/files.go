@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+
+	"gpuprep/lib/textfmt"
 )
 
 // files is the part of host.Root the knobs use. Every knob reads and writes
@@ -59,10 +61,6 @@ func isWord(s string) bool {
 	return true
 }
 
-// clip shortens a string for an error message.
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
-}
+// clip shortens a string for an error message: textfmt.Clip at 60 bytes,
+// the limit of every knob message.
+func clip(s string) string { return textfmt.Clip(s, 60) }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // Daemon is one control daemon: the GPUs it serves and its directories.
@@ -190,10 +191,7 @@ func runCmd(ctx context.Context, argv, env []string, stdin string, prep func(*ex
 func firstLine(out []byte) string {
 	for _, l := range strings.Split(string(out), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			if len(l) > 200 {
-				l = l[:200] + "..."
-			}
-			return ": " + l
+			return ": " + textfmt.Clip(l, 200)
 		}
 	}
 	return ""

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"gpuprep/lib/textfmt"
 )
 
 // DefaultBase is the node directory that holds one directory per control
@@ -21,6 +23,10 @@ const maxPipeDir = 80
 // maxUser bounds the user part of a daemon's directory name (useradd's
 // limit is 32 bytes).
 const maxUser = 32
+
+// echoMax is how much of a name or UUID a message quotes: they come from
+// the job's environment.
+const echoMax = 64
 
 // Paths are one daemon's directories on this machine.
 type Paths struct {
@@ -45,7 +51,7 @@ func Key(uuids []string) (string, error) {
 			return "", err
 		}
 		if seen[u] {
-			return "", fmt.Errorf("mps: GPU UUID %q given twice", clip(u))
+			return "", fmt.Errorf("mps: GPU UUID %q given twice", textfmt.Clip(u, echoMax))
 		}
 		seen[u] = true
 	}
@@ -57,10 +63,10 @@ func Key(uuids []string) (string, error) {
 // MIG-<uuid> since R470, MIG-GPU-<uuid>/<gi>/<ci> before).
 func checkUUID(u string) error {
 	if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
-		return fmt.Errorf("mps: GPU UUID %q: want GPU-... or MIG-...", clip(u))
+		return fmt.Errorf("mps: GPU UUID %q: want GPU-... or MIG-...", textfmt.Clip(u, echoMax))
 	}
 	if len(u) > 128 || strings.ContainsAny(u, ", \t\n\r") {
-		return fmt.Errorf("mps: GPU UUID %q: unexpected characters", clip(u))
+		return fmt.Errorf("mps: GPU UUID %q: unexpected characters", textfmt.Clip(u, echoMax))
 	}
 	return nil
 }
@@ -95,23 +101,14 @@ func checkUser(user string) error {
 	case user == "":
 		return fmt.Errorf("mps: empty user name")
 	case len(user) > maxUser:
-		return fmt.Errorf("mps: user name %q is %d bytes, over %d", clip(user), len(user), maxUser)
+		return fmt.Errorf("mps: user name %q is %d bytes, over %d", textfmt.Clip(user, echoMax), len(user), maxUser)
 	case user[0] == '.' || user[0] == '-':
-		return fmt.Errorf("mps: user name %q starts with %q", clip(user), user[0])
+		return fmt.Errorf("mps: user name %q starts with %q", textfmt.Clip(user, echoMax), user[0])
 	}
 	for _, c := range user {
 		if c <= ' ' || c == '/' || c == 0x7f || c > 0x7e {
-			return fmt.Errorf("mps: user name %q: unexpected character %q", clip(user), c)
+			return fmt.Errorf("mps: user name %q: unexpected character %q", textfmt.Clip(user, echoMax), c)
 		}
 	}
 	return nil
-}
-
-// clip is s cut to 64 bytes, "..." marking a cut: names and UUIDs come
-// from the job's environment and go into messages.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "..."
 }

@@ -8,6 +8,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -119,7 +120,7 @@ func decode(name string, b []byte) (*Description, error) {
 		}
 		if ln == 0 {
 			if len(f) != 2 || f[0] != formatName {
-				return nil, p.errorf("not a node description (first line %q)", clip(raw))
+				return nil, p.errorf("not a node description (first line %q)", textfmt.Clip(raw, 60))
 			}
 			d.Version = p.int(f[1])
 			if d.Version != Version {

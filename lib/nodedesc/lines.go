@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/textfmt"
 )
 
 // lineWriter writes "key field field ..." lines: a field that is empty or
@@ -56,13 +57,13 @@ func fields(out []string, line string) ([]string, error) {
 		if line[0] == '"' {
 			q, err := strconv.QuotedPrefix(line)
 			if err != nil {
-				return nil, fmt.Errorf("bad quoted field %s", clip(line))
+				return nil, fmt.Errorf("bad quoted field %s", textfmt.Clip(line, 60))
 			}
 			v, _ := strconv.Unquote(q)
 			out = append(out, v)
 			line = line[len(q):]
 			if line != "" && line[0] != ' ' {
-				return nil, fmt.Errorf("no space after quoted field %s", clip(q))
+				return nil, fmt.Errorf("no space after quoted field %s", textfmt.Clip(q, 60))
 			}
 			continue
 		}
@@ -103,11 +104,7 @@ func ints(xs []int) string {
 	if len(xs) == 0 {
 		return "-"
 	}
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
+	return textfmt.JoinInts(xs, ",")
 }
 
 func list(xs []string) string {
@@ -130,7 +127,7 @@ func (p *parser) errorf(format string, a ...any) error {
 
 func (p *parser) fail(what, s string) {
 	if p.err == nil {
-		p.err = p.errorf("%q is not %s", clip(s), what)
+		p.err = p.errorf("%q is not %s", textfmt.Clip(s, 60), what)
 	}
 }
 
@@ -170,12 +167,4 @@ func (p *parser) list(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
 }

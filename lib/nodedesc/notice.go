@@ -11,6 +11,7 @@ import (
 
 	"gpuprep/lib/crashpoint"
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // Notice is what the prolog recorded for a job that its user should know
@@ -66,7 +67,7 @@ func LoadNotice(r host.Root, job uint64) (Notice, error) {
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if lines[0] != "job "+strconv.FormatUint(job, 10) {
-		return Notice{}, fmt.Errorf("job notice: %s: first line %q, want \"job %d\"", r.Path(p), clip(lines[0]), job)
+		return Notice{}, fmt.Errorf("job notice: %s: first line %q, want \"job %d\"", r.Path(p), textfmt.Clip(lines[0], 60), job)
 	}
 	return Notice{Job: job, Messages: lines[1:]}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"gpuprep/lib/textfmt"
 )
 
 // FormatGresConf writes a gres.conf: each header line as a "# " comment,
@@ -157,7 +159,7 @@ func checkWritable(d GresDevice) error {
 		return errors.New("Cores set but HasCores false")
 	}
 	if d.Links != nil {
-		if _, err := parseLinks(joinInts(d.Links)); err != "" {
+		if _, err := parseLinks(textfmt.JoinInts(d.Links, ",")); err != "" {
 			return fmt.Errorf("Links %v: %s", d.Links, err)
 		}
 		if d.File == "" && len(d.MultipleFiles) == 0 && d.Count > 1 && !IsShared(d.Name) {
@@ -174,12 +176,4 @@ func checkWritable(d GresDevice) error {
 		return errors.New(err)
 	}
 	return nil
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
 }

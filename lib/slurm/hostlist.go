@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"gpuprep/lib/textfmt"
 )
 
 // MaxHostlistNames bounds what one hostlist expression may expand to, so a
@@ -133,7 +135,7 @@ func parseRangeList(body string) ([]numRange, error) {
 		}
 		total += n
 		if total > MaxHostlistNames {
-			return nil, fmt.Errorf("[%s] names more than %d hosts", clip(body), MaxHostlistNames)
+			return nil, fmt.Errorf("[%s] names more than %d hosts", textfmt.Clip(body, 40), MaxHostlistNames)
 		}
 		out = append(out, numRange{lo: a, hi: z, width: len(lo)})
 	}
@@ -157,13 +159,6 @@ func parseRangeNum(s, el string) (uint64, error) {
 		return 0, fmt.Errorf("range %s: %s is not a number", quote(el), quote(s))
 	}
 	return v, nil
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
 }
 
 // Len is the number of names the expression expands to (duplicates

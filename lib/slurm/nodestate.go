@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"gpuprep/lib/textfmt"
 )
 
 // NodeState is what slurmctld says of one node: its state flags and the
@@ -75,7 +77,7 @@ func ParseShowNode(out string) (NodeState, error) {
 		}
 	}
 	if n.Name == "" || n.State == "" {
-		return NodeState{}, fmt.Errorf("scontrol show node: no NodeName= or State= in its output %q", clip(out))
+		return NodeState{}, fmt.Errorf("scontrol show node: no NodeName= or State= in its output %q", textfmt.Clip(out, 40))
 	}
 	return n, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // Where slurm.conf is looked for, node paths (read under a host.Root).
@@ -159,7 +160,7 @@ func splitPairs(line string) ([][2]string, error) {
 	for s != "" {
 		key, rest, ok := strings.Cut(s, "=")
 		if !ok || key == "" || strings.ContainsAny(key, " \t") {
-			return nil, fmt.Errorf("%q is not Key=Value", clip(s))
+			return nil, fmt.Errorf("%q is not Key=Value", textfmt.Clip(s, 40))
 		}
 		var val string
 		if strings.HasPrefix(rest, `"`) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
+	"gpuprep/lib/textfmt"
 )
 
 // hostnameFile is the node's host name (a node path).
@@ -69,7 +70,7 @@ func readPidFile(r host.Root, file string) (int, error) {
 	s := strings.TrimSpace(string(b))
 	pid, err := strconv.Atoi(s)
 	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("slurmd pid file %s: %q is not a process id", file, clip(s))
+		return 0, fmt.Errorf("slurmd pid file %s: %q is not a process id", file, textfmt.Clip(s, 40))
 	}
 	return pid, nil
 }

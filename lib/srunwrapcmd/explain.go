@@ -14,6 +14,7 @@ import (
 	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/srunconf"
+	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
 
@@ -197,7 +198,7 @@ func writeExplanation(w io.Writer, x explanation) {
 		}
 		mem := "unchanged"
 		if r.MemNodes != nil && r.MemPolicy != "off" {
-			mem = r.MemPolicy + " " + joinInts(r.MemNodes)
+			mem = r.MemPolicy + " " + textfmt.JoinInts(r.MemNodes, ",")
 		}
 		hcas := strings.Join(r.HCAs, ",")
 		if hcas == "" {

@@ -15,6 +15,7 @@ import (
 	"gpuprep/lib/nccl"
 	"gpuprep/lib/nodedesc"
 	"gpuprep/lib/plural"
+	"gpuprep/lib/textfmt"
 )
 
 // Exit codes of a command that could not be run, as a shell gives them.
@@ -217,7 +218,7 @@ func summary(p bind.Plan, getenv func(string) string) string {
 	if p.MemNodes == nil || p.MemPolicy == srunconf.MemOff {
 		b.WriteString(", memory unchanged")
 	} else {
-		fmt.Fprintf(&b, ", memory %s %s", p.MemPolicy, joinInts(p.MemNodes))
+		fmt.Fprintf(&b, ", memory %s %s", p.MemPolicy, textfmt.JoinInts(p.MemNodes, ","))
 	}
 	for _, name := range []string{"CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "CUDA_MPS_PIPE_DIRECTORY"} {
 		if v := getenv(name); v != "" {
@@ -228,14 +229,6 @@ func summary(p bind.Plan, getenv func(string) string) string {
 		fmt.Fprintf(&b, ", %s", plural.Count(len(p.Warnings), "warning", "warnings"))
 	}
 	return b.String()
-}
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
 }
 
 // summaryMax is how much of each value --verbose's one-line summary

@@ -34,6 +34,7 @@ import (
 
 	"gpuprep/internal/knobsnap"
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/textfmt"
 
 	"golang.org/x/sys/unix"
 )
@@ -637,7 +638,7 @@ func (n *crashNode) spoolProblem() string {
 		} else if h, ok := st["holders"]; ok {
 			var v any
 			if json.Unmarshal(h, &v) != nil || !emptyJSON(v) {
-				bad = append(bad, "node.json holders left: "+clip(string(h), 200))
+				bad = append(bad, "node.json holders left: "+textfmt.Clip(string(h), 200))
 			}
 		}
 	} else if !os.IsNotExist(err) {
@@ -677,13 +678,6 @@ func emptyJSON(v any) bool {
 		return true
 	}
 	return false
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // straceOpts are the options of every strace run; strace counts `when` per

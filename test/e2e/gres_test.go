@@ -10,6 +10,7 @@ import (
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/slurm"
+	"gpuprep/lib/textfmt"
 	"gpuprep/test/slurmharness"
 )
 
@@ -122,8 +123,8 @@ func TestGeneratedGresAcceptedBySlurm(t *testing.T) {
 				if err != nil || !cores.Equal(w.Cores) {
 					t.Errorf("%s: slurmd Cores=%s, generated %s", key, g.Cores, w.Cores)
 				}
-				if len(w.Links) > 0 && g.Links != joinInts(w.Links) {
-					t.Errorf("%s: slurmd Links=%s, generated %s", key, g.Links, joinInts(w.Links))
+				if len(w.Links) > 0 && g.Links != textfmt.JoinInts(w.Links, ",") {
+					t.Errorf("%s: slurmd Links=%s, generated %s", key, g.Links, textfmt.JoinInts(w.Links, ","))
 				}
 			}
 			info, err := c.NodeInfo()
@@ -169,12 +170,4 @@ func fieldOf(line, key string) string {
 		}
 	}
 	return ""
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }

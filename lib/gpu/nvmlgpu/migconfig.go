@@ -10,6 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/textfmt"
 )
 
 var _ gpu.MIGConfigurer = (*NVML)(nil)
@@ -193,7 +194,7 @@ func setMIGMode(h nvml.Device, index int, on bool) error {
 	}
 	activation, ret := h.SetMigMode(want)
 	if ret != nvml.SUCCESS {
-		return gpuError(h, index, fmt.Sprintf("set MIG mode %s", onOffWord(on)), ret)
+		return gpuError(h, index, fmt.Sprintf("set MIG mode %s", textfmt.EnabledDisabled(on)), ret)
 	}
 	if cur, _, ret = h.GetMigMode(); ret != nvml.SUCCESS {
 		return gpuError(h, index, "MIG mode", ret)
@@ -202,14 +203,7 @@ func setMIGMode(h nvml.Device, index int, on bool) error {
 		return nil
 	}
 	return fmt.Errorf("nvml: GPU %d (%s): MIG mode %s takes effect only after a %w that the driver could not do (activation status: %v); reset the GPU with nothing using it (nvidia-smi -r -i %d) or reboot",
-		index, busOf(h), onOffWord(on), gpu.ErrResetRequired, activation, index)
-}
-
-func onOffWord(on bool) string {
-	if on {
-		return "enabled"
-	}
-	return "disabled"
+		index, busOf(h), textfmt.EnabledDisabled(on), gpu.ErrResetRequired, activation, index)
 }
 
 // createMIGDevice creates one GPU instance of s's profile and in it one
