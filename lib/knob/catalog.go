@@ -5,6 +5,7 @@ import (
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 	"gpuprep/lib/isolate"
+	"gpuprep/lib/rundir"
 )
 
 // Env is what Catalog needs to know of the node and the job.
@@ -27,6 +28,11 @@ type Env struct {
 	UID, GID int
 	// MPS is how the mps knob runs its daemons (mps.go).
 	MPS MPSEnv
+	// RunDir is gpuprep's run directory as the hook opened it for this
+	// run (lib/rundir; also given to Isolation when it has none): the mps
+	// knob's daemons' directories, irq_affinity's list and the units'
+	// marks are kept there. nil: each knob opens it for each use.
+	RunDir *rundir.Dir
 }
 
 // Catalog returns every knob in scope: the node knobs (NodeKnobNames
@@ -34,6 +40,9 @@ type Env struct {
 // order) when env.GPU is set. Knobs absent on the node are included; their Read says
 // ErrUnsupported. Building it reads at most the online CPU list.
 func Catalog(env Env) []Knob {
+	if env.Isolation.RunDir == nil {
+		env.Isolation.RunDir = env.RunDir
+	}
 	return append(nodeKnobsWith(env.Root, env.CPUs, env.Isolation), gpuKnobsOf(env)...)
 }
 

@@ -12,6 +12,7 @@ import (
 	"gpuprep/lib/host"
 	"gpuprep/lib/irq"
 	"gpuprep/lib/isolate"
+	"gpuprep/lib/rundir"
 	"gpuprep/lib/topo"
 )
 
@@ -44,6 +45,9 @@ type irqAffinityKnob struct {
 	root         host.Root
 	// signal sends irqbalance SIGHUP (a rescan); nil: only on the host.
 	signal func(pid int) error
+	// runDir holds the list (isolate.Options.RunDir); nil: opened for
+	// each use.
+	runDir *rundir.Dir
 }
 
 func init() {
@@ -63,7 +67,7 @@ func init() {
 
 func newIRQAffinity(f files, opt isolate.Options) *irqAffinityKnob {
 	k := &irqAffinityKnob{id: ID{Name: "irq_affinity", Scope: NodeScope}, f: f, log: opt.Log,
-		housekeeping: newHousekeeping(f, opt)}
+		housekeeping: newHousekeeping(f, opt), runDir: opt.RunDir}
 	if d, ok := f.(interface{ Dir() string }); ok {
 		k.root = host.NewRoot(d.Dir())
 	}

@@ -55,7 +55,7 @@ func (d *Dir) mayMoveAside(ue *UntrustedError) error {
 	case err != nil:
 		ue.Refused = fmt.Sprintf("not moved aside: cannot tell whether jobs hold settings whose state may be in it (%v)", err)
 	case len(held) > 0:
-		ue.Refused = fmt.Sprintf("not moved aside while %s hold settings whose state may be in it: give it to root with mode 0755, or end those jobs",
+		ue.Refused = fmt.Sprintf("not moved aside: settings are held by %s, whose state may be in it (give it to root with mode 0755, or end those jobs)",
 			strings.Join(held, ", "))
 	default:
 		return nil

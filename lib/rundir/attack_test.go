@@ -90,7 +90,7 @@ func TestUntrustedRunDirRefusedWhileHeld(t *testing.T) {
 				name, want string
 				held       func() ([]string, error)
 			}{
-				{"jobs hold", "; not moved aside while job 5, job 7 hold settings", jobsHeld},
+				{"jobs hold", "; not moved aside: settings are held by job 5, job 7, whose state may be in it", jobsHeld},
 				{"unknown", "; not moved aside: cannot tell whether jobs hold settings whose state may be in it (spool unreadable)",
 					func() ([]string, error) { return nil, errors.New("spool unreadable") }},
 				{"no Held", "", nil},
@@ -222,7 +222,7 @@ func TestUntrustedSubdir(t *testing.T) {
 	os.Mkdir(r.Path(Path+"/mps"), 0o755)
 	os.Chown(r.Path(Path+"/mps"), 65534, 65534)
 	held := mustOpen(t, r, Options{Held: jobsHeld})
-	if _, err := held.MkdirAt("mps", 0o755); err == nil || !strings.Contains(err.Error(), "not moved aside while job 5, job 7") {
+	if _, err := held.MkdirAt("mps", 0o755); err == nil || !strings.Contains(err.Error(), "not moved aside: settings are held by job 5, job 7") {
 		t.Errorf("jobs hold settings: %v", err)
 	}
 	d := mustOpen(t, r, Options{Held: nothingHeld})
