@@ -70,6 +70,8 @@ type run struct {
 	// settings are the job's profile's settings once it is resolved (a
 	// prolog); knobs that depend on another setting read them.
 	settings func(name string) (string, bool)
+	// rd is the run directory of this run (rundir.go).
+	rd runDirState
 }
 
 func newRun(o *Options) *run { return &run{Options: o} }
@@ -104,7 +106,7 @@ func catalog(o *run, gpus []gpu.Device) map[string]knob.Knob {
 	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, Writer: cgwriter.Writer{},
 		SlurmConf: o.Job.Conf, Node: o.Job.NodeName, Units: o.Units, Log: o.Log}
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso,
-		User: o.Job.User, UID: o.Job.UID, GID: o.Job.GID, MPS: o.MPS, Settings: o.settings})
+		User: o.Job.User, UID: o.Job.UID, GID: o.Job.GID, MPS: o.MPS, Settings: o.settings, RunDir: o.rd.dir})
 	m := make(map[string]knob.Knob, len(ks))
 	for _, k := range ks {
 		m[k.ID().String()] = k
@@ -129,13 +131,16 @@ func (o *run) devices() []gpu.Device {
 }
 
 // prepare brings the spool to a state a run can plan over, under the node
-// lock: it sweeps the temporary files of killed runs, finishes an
+// lock: it opens the run directory (openRunDir), sweeps the temporary files of killed runs, finishes an
 // interrupted run (its journal), reads node.json and the job records,
 // forgets the jobs of an earlier boot, rebuilds a lost baseline, and
 // releases the jobs that are over but never ran their epilog (except, this
 // run's job, is never one). In a dry run it only reads, and reports what it
 // would do.
 func prepare(ctx context.Context, o *run, out *Outcome, except string) (*spoolState, error) {
+	if err := openRunDir(o, out); err != nil { // rundir.go
+		return nil, err
+	}
 	bootID := readBootID(o)
 	if !o.DryRun {
 		if removed, err := o.Spool.Sweep(); err != nil {

@@ -15,11 +15,13 @@ import (
 // either is a warning, never a drain.
 
 // publish runs after a prolog (deferred, with its result): it lists the
-// job's notices in out, and unless the run failed or is a dry run makes
-// /run/gpuprep root's 0755 (moving aside one another user owns or can
-// write, with anything planted in it), then writes the node description
-// when needed and the notice file.
+// job's notices in out, and unless the run failed or is a dry run writes
+// the node description when needed and the notice file through the run
+// directory prepare opened (root's 0755; one another user owned or could
+// write, with anything planted in it, was moved aside then: rundir.go), a
+// jobs directory no better moved aside now. It closes the run directory.
 func publish(o *run, out *Outcome, err error) {
+	defer closeRunDir(o)
 	if out == nil || err != nil {
 		return
 	}
@@ -27,20 +29,12 @@ func publish(o *run, out *Outcome, err error) {
 	if o.DryRun {
 		return
 	}
-	moved, derr := nodedesc.PrepareRunDir(o.Root)
-	for _, m := range moved {
-		o.Log.Warn("untrusted node directory for srunwrap moved aside", "what", m)
-		out.warn(plan.KindNode, "%s", m)
-	}
-	if derr != nil {
-		o.Log.Warn("node directory for srunwrap not usable", "err", derr)
-		out.warn(plan.KindNode, "%s", derr)
-	}
 	out.NodeDescription = writeNodeDescription(o)
-	if werr := nodedesc.WriteNotice(o.Root, nodedesc.Notice{Job: o.Job.ID, Messages: out.Notices}); werr != nil {
+	if werr := nodedesc.WriteNoticeIn(o.rd.dir, o.Root, nodedesc.Notice{Job: o.Job.ID, Messages: out.Notices}); werr != nil {
 		o.Log.Warn("job notices for srunwrap not written", "err", werr)
 		out.warn(plan.KindNode, "job notices not written: %v", werr)
 	}
+	noteMoved(o, out)
 }
 
 // writeNodeDescription writes the node description when NeedsWrite says so:
@@ -63,7 +57,7 @@ func writeNodeDescription(o *run) string {
 	}
 	d, err := nodedesc.Build(o.Root, o.GPU, set, o.Version)
 	if err == nil {
-		err = nodedesc.Write(o.Root, d)
+		err = nodedesc.WriteIn(o.rd.dir, o.Root, d)
 	}
 	if err != nil {
 		o.Log.Warn("node description for srunwrap not written; srunwrap reads sysfs instead", "err", err)
@@ -77,12 +71,14 @@ func writeNodeDescription(o *run) string {
 	return nodedesc.Path
 }
 
-// forgetNotices removes the job's notices after its epilog (idempotent).
+// forgetNotices removes the job's notices after its epilog (idempotent),
+// and closes the run directory.
 func forgetNotices(o *run) {
+	defer closeRunDir(o)
 	if o.DryRun {
 		return
 	}
-	if err := nodedesc.RemoveNotice(o.Root, o.Job.ID); err != nil {
+	if err := nodedesc.RemoveNoticeIn(o.rd.dir, o.Root, o.Job.ID); err != nil {
 		o.Log.Warn("job notices not removed", "err", err)
 	}
 }

@@ -69,7 +69,7 @@ func forgetJobNotices(o *run, job string) {
 	if err != nil {
 		return // not a job id: no notice was ever written under it
 	}
-	if err := nodedesc.RemoveNotice(o.Root, id); err != nil {
+	if err := nodedesc.RemoveNoticeIn(o.rd.dir, o.Root, id); err != nil {
 		o.Log.Warn("a released job's notices not removed", "dead_job", job, "err", err)
 	}
 }

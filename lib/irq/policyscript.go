@@ -4,8 +4,12 @@ import "strings"
 
 // PlacedPath is the list of IRQs gpuprep placed (placed.go), one a line,
 // IRQ number first: the policy script tells irqbalance to leave those
-// alone.
-const PlacedPath = "/run/gpuprep/irq-placed"
+// alone. It is PlacedName in the run directory (lib/rundir), through which
+// gpuprep reads and writes it.
+const PlacedPath = "/run/gpuprep/" + PlacedName
+
+// PlacedName is PlacedPath's name in the run directory.
+const PlacedName = "irq-placed"
 
 // PolicyScriptPath is where the packages install the policy script
 // (PolicyScript(PlacedPath, false)); irqbalance must be started with

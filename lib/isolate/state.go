@@ -107,7 +107,7 @@ func (h *Hierarchy) Apply(opt Options, v string, log *slog.Logger) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	h.exclude, h.w, h.units, h.log = opt.Exclude, opt.Writer, opt.Units, opt.Log
+	h.exclude, h.w, h.units, h.log, h.runDir = opt.Exclude, opt.Writer, opt.Units, opt.Log, opt.RunDir
 	putBack := per != nil
 	if !putBack {
 		targets, err := h.Targets(opt)

@@ -13,6 +13,7 @@ import (
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/crashpoint"
 	"gpuprep/lib/knobval"
+	"gpuprep/lib/rundir"
 )
 
 // Where PID 1 is systemd (Options.Units set), a target cgroup that is a
@@ -28,8 +29,11 @@ import (
 // systemd's runtime drop-ins: a reboot forgets both.
 
 // unitMarkDir holds the marks of the units whose runtime drop-in gpuprep
-// created.
-const unitMarkDir = "/run/gpuprep/units"
+// created: unitMarkSub in the run directory (lib/rundir).
+const (
+	unitMarkDir = "/run/gpuprep/" + unitMarkSub
+	unitMarkSub = "units"
+)
 
 // settle bounds the wait for systemd to write a unit's cpuset.cpus after
 // SetUnitProperties has answered (systemd realizes cgroup settings from a
@@ -197,8 +201,7 @@ func (h *Hierarchy) releaseDropIns(cgs []string) {
 			}
 		}
 		if ok {
-			crashpoint.Hit("unit-unmark", h.markPath(name))
-			if err := os.Remove(h.markPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := h.unmark(name); err != nil {
 				h.warn("mark not removed", "unit", name, "err", err)
 			}
 		}
@@ -216,18 +219,29 @@ func (h *Hierarchy) warn(msg string, args ...any) {
 	}
 }
 
-// markPath is a unit's mark (host path).
+// markPath is a unit's mark (host path), for messages.
 func (h *Hierarchy) markPath(unit string) string { return h.root.Path(path.Join(unitMarkDir, unit)) }
 
-// marked says whether gpuprep created the unit's runtime drop-in.
+// markName is a unit's mark in the run directory.
+func markName(unit string) string { return unitMarkSub + "/" + unit }
+
+// marked says whether gpuprep created the unit's runtime drop-in: its
+// mark is a regular file of the run directory's.
 func (h *Hierarchy) marked(unit string) bool {
-	st, err := os.Lstat(h.markPath(unit))
-	return err == nil && st.Mode().IsRegular()
+	ok := false
+	rundir.Use(h.runDir, h.root, false, func(rd *rundir.Dir) error {
+		st, err := rd.Lstat(markName(unit))
+		ok = err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
+		return nil
+	})
+	return ok
 }
 
 // markIfNew marks the unit before gpuprep first sets it, when it has no
 // runtime drop-in of its own (so, once set, the one systemd stores is
-// gpuprep's). A unit with one and no mark has the admin's.
+// gpuprep's). A unit with one and no mark has the admin's. The marks'
+// folder is root's 0700, made through the run directory (lib/rundir),
+// never through a symlink.
 func (h *Hierarchy) markIfNew(unit string) error {
 	if h.marked(unit) {
 		return nil
@@ -237,17 +251,23 @@ func (h *Hierarchy) markIfNew(unit string) error {
 			return nil
 		}
 	}
-	dir := h.root.Path(unitMarkDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	err := rundir.Use(h.runDir, h.root, true, func(rd *rundir.Dir) error {
+		dir, err := rd.MkdirAt(unitMarkSub, 0o700)
+		if err != nil {
+			return err
+		}
+		dir.Close()
+		crashpoint.Hit("unit-mark", h.markPath(unit))
+		return rd.WriteAtomic(markName(unit), nil, 0o600)
+	})
+	if err != nil {
 		return fmt.Errorf("unit %s: mark: %w", unit, err)
 	}
-	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("unit %s: mark: %s is not a folder", unit, dir)
-	}
-	crashpoint.Hit("unit-mark", h.markPath(unit))
-	fd, err := unix.Open(h.markPath(unit), unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("unit %s: mark %s: %w", unit, h.markPath(unit), err)
-	}
-	return unix.Close(fd)
+	return nil
+}
+
+// unmark removes the unit's mark.
+func (h *Hierarchy) unmark(unit string) error {
+	crashpoint.Hit("unit-unmark", h.markPath(unit))
+	return rundir.Use(h.runDir, h.root, true, func(rd *rundir.Dir) error { return rd.Remove(markName(unit)) })
 }

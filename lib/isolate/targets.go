@@ -13,6 +13,7 @@ import (
 
 	"gpuprep/lib/host"
 	"gpuprep/lib/knobval"
+	"gpuprep/lib/rundir"
 	"gpuprep/lib/slurm"
 )
 
@@ -34,6 +35,10 @@ type Options struct {
 	Units Units
 	// Log gets what isolation leaves alone and why; nil: nothing.
 	Log *slog.Logger
+	// RunDir is gpuprep's run directory as the hook opened it for this
+	// run (lib/rundir), where the units' marks are kept (systemd.go) and
+	// irq_affinity keeps its list; nil: opened for each use.
+	RunDir *rundir.Dir
 }
 
 // ErrNoCpuset says the node has no cpuset controller gpuprep can use
@@ -71,6 +76,8 @@ type Hierarchy struct {
 	log       *slog.Logger
 	unitCache map[string]unitEntry
 	kept      map[string]Kept
+	// runDir is Options.RunDir of the last Targets or Apply.
+	runDir *rundir.Dir
 }
 
 // Open finds the cpuset hierarchy under root. cgroup v2 needs "cpuset" in
@@ -137,7 +144,7 @@ var topUnits = []string{"init.scope", "system.slice", "user.slice"}
 // processes in the hierarchy's root cgroup, which are moved into
 // gpuprep.housekeeping (v1root.go).
 func (h *Hierarchy) Targets(opt Options) ([]string, error) {
-	h.units, h.log = opt.Units, opt.Log
+	h.units, h.log, h.runDir = opt.Units, opt.Log, opt.RunDir
 	if h.prot == nil {
 		lay, err := slurm.FindLayout(h.root, opt.SlurmConf, opt.Node)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 	"gpuprep/lib/isolate"
+	"gpuprep/lib/rundir"
 )
 
 // Env is what Catalog needs to know of the node and the job.
@@ -32,6 +33,11 @@ type Env struct {
 	// another setting of the profile (irq_affinity on housekeeping_cpus)
 	// read it through Run. nil: no profile (an epilog).
 	Settings func(name string) (string, bool)
+	// RunDir is gpuprep's run directory as the hook opened it for this
+	// run (lib/rundir; also given to Isolation when it has none): the mps
+	// knob's daemons' directories, irq_affinity's list and the units'
+	// marks are kept there. nil: each knob opens it for each use.
+	RunDir *rundir.Dir
 }
 
 // Catalog returns every knob in scope: the node knobs (NodeKnobNames
@@ -39,6 +45,9 @@ type Env struct {
 // order) when env.GPU is set. Knobs absent on the node are included; their Read says
 // ErrUnsupported. Building it reads at most the online CPU list.
 func Catalog(env Env) []Knob {
+	if env.Isolation.RunDir == nil {
+		env.Isolation.RunDir = env.RunDir
+	}
 	r := newRun(env, env.Root)
 	r.job = true
 	out := r.nodeKnobs()

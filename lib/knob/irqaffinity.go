@@ -12,6 +12,7 @@ import (
 	"gpuprep/lib/host"
 	"gpuprep/lib/irq"
 	"gpuprep/lib/knobval"
+	"gpuprep/lib/rundir"
 	"gpuprep/lib/topo"
 )
 
@@ -44,6 +45,9 @@ type irqAffinityKnob struct {
 	root host.Root
 	// signal sends irqbalance SIGHUP (a rescan); nil: only on the host.
 	signal func(pid int) error
+	// runDir holds the list (isolate.Options.RunDir); nil: opened for
+	// each use.
+	runDir *rundir.Dir
 }
 
 func init() {
@@ -62,7 +66,8 @@ func init() {
 }
 
 func newIRQAffinity(r *Run) *irqAffinityKnob {
-	return &irqAffinityKnob{id: ID{Name: "irq_affinity", Scope: NodeScope}, f: r.f, log: r.Log(), run: r, root: r.Root()}
+	return &irqAffinityKnob{id: ID{Name: "irq_affinity", Scope: NodeScope}, f: r.f, log: r.Log(), run: r, root: r.Root(),
+		runDir: r.env.Isolation.RunDir}
 }
 
 func (k *irqAffinityKnob) ID() ID { return k.id }

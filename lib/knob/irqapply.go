@@ -3,9 +3,7 @@ package knob
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -13,8 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/dirfd"
 	"gpuprep/lib/irq"
-	"gpuprep/lib/state"
+	"gpuprep/lib/rundir"
 )
 
 // maxPlacedFile bounds /run/gpuprep/irq-placed: a line per IRQ.
@@ -254,40 +253,29 @@ func (k *irqAffinityKnob) rescan(bs []irq.Irqbalance) {
 	}
 }
 
-// loadPlaced reads PlacedPath; none is an empty list. It refuses, never
-// follows, a symbolic link in its place (O_NOFOLLOW), and refuses what is
-// not a regular file (a FIFO would block), is larger than a list can be,
-// belongs to another user than this process's, or others may write.
+// loadPlaced reads PlacedPath through the run directory (lib/rundir:
+// Env.RunDir, else opened read-only for this read); none is an empty list.
+// It refuses, never follows, a symbolic link in its place (O_NOFOLLOW),
+// and refuses what is not a regular file (a FIFO would block), is larger
+// than a list can be, belongs to another user than this process's, or
+// others may write, or lies in a run directory that is so.
 func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
-	full := k.root.Path(irq.PlacedPath)
-	fd, err := unix.Open(full, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	var b []byte
+	err := rundir.Use(k.runDir, k.root, false, func(rd *rundir.Dir) (err error) {
+		b, err = rd.ReadTrusted(irq.PlacedName, maxPlacedFile)
+		return err
+	})
 	switch {
-	case errors.Is(err, unix.ENOENT):
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	case errors.Is(err, unix.ELOOP):
+	case errors.Is(err, dirfd.ErrSymlink):
 		return nil, fmt.Errorf("%s: %s is a symbolic link: not trusted", k.id, irq.PlacedPath)
-	case err != nil:
-		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
-	}
-	f := os.NewFile(uintptr(fd), full)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+	case errors.Is(err, dirfd.ErrNotRegular):
 		return nil, fmt.Errorf("%s: %s is not a regular file: not trusted", k.id, irq.PlacedPath)
-	case st.Size > maxPlacedFile:
+	case errors.Is(err, dirfd.ErrTooLarge):
 		return nil, fmt.Errorf("%s: %s is larger than %d bytes", k.id, irq.PlacedPath, maxPlacedFile)
-	case int(st.Uid) != os.Geteuid():
-		return nil, fmt.Errorf("%s: %s belongs to uid %d, not %d: not trusted", k.id, irq.PlacedPath, st.Uid, os.Geteuid())
-	case st.Mode&0o022 != 0:
-		return nil, fmt.Errorf("%s: %s is writable by others than its owner (mode %#o): not trusted", k.id, irq.PlacedPath, st.Mode&0o777)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPlacedFile))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", k.id, irq.PlacedPath, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w: not trusted", k.id, err)
 	}
 	ps, err := irq.ParsePlaced(irq.PlacedPath, b)
 	if err != nil {
@@ -296,22 +284,17 @@ func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
 	return ps, nil
 }
 
-// savePlaced replaces PlacedPath atomically (mode 0644: irqbalance's
-// sandboxed policy script reads it as another user), or removes it when
-// ps is empty.
+// savePlaced replaces PlacedPath atomically through the run directory
+// (mode 0644: irqbalance's sandboxed policy script reads it as another
+// user), or removes it when ps is empty.
 func (k *irqAffinityKnob) savePlaced(ps []irq.Placed) error {
-	full := k.root.Path(irq.PlacedPath)
-	dir := path.Dir(full)
-	if len(ps) == 0 {
-		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s: %w", k.id, err)
+	err := rundir.Use(k.runDir, k.root, true, func(rd *rundir.Dir) error {
+		if len(ps) == 0 {
+			return rd.Remove(irq.PlacedName)
 		}
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", k.id, err)
-	}
-	if err := state.WriteFileAtomic(dir, path.Base(full), []byte(irq.FormatPlaced(ps)), 0o644); err != nil {
+		return rd.WriteAtomic(irq.PlacedName, []byte(irq.FormatPlaced(ps)), 0o644)
+	})
+	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/user"
 	"strconv"
 	"strings"
@@ -25,21 +24,24 @@ import (
 // a job reads "" where the job held its user: drift.
 //
 //	Read       the user of the live daemon found under <base>/<user>-<key>
-//	           (lib/mps: Daemons, Control.Alive; key = mps.Key([uuid]));
+//	           (lib/mps: DaemonsIn, Control.Alive; key = mps.Key([uuid]));
 //	           several joined by commas; no nvidia-cuda-mps-control on the
 //	           node is ErrUnsupported
 //	Desired    "on" (mps = true): the job's user (Env.User), once the
 //	           GPU's compute mode allows MPS (mps.Refuse: prohibited is
 //	           refused); "off": leave alone
 //	Apply(u)   stops the daemons of this GPU serving others, then makes
-//	           u's directories, root's (mps.Create), starts the daemon
+//	           u's directories, root's (mps.CreateIn), starts the daemon
 //	           (through Env.MPS.Launcher: a systemd unit or a cgroup of
 //	           its own) and gives u search access to the pipe directory
 //	           (mps.Grant: an ACL entry, nothing more)
 //	Apply("")  quit (bounded, then kill: Control.Quit), checks that no
 //	           daemon or server of the directory is left, ends the unit or
 //	           cgroup (Control.Done), moves the directories aside and
-//	           deletes them (mps.Remove)
+//	           deletes them (mps.RemoveIn)
+//
+// The base is the run directory's mps (Env.RunDir; mpsdirs.go), or
+// MPSEnv.Base.
 //
 // The compute mode is never changed here (gpu_compute_mode, ordered
 // before, does that). A job of another user on a GPU whose daemon serves
@@ -49,7 +51,8 @@ type mpsKnob struct{ gpuKnob }
 // MPSEnv is how the mps knob runs its daemons.
 type MPSEnv struct {
 	// Base is the directory on this machine that holds the daemons'
-	// directories; "" is mps.DefaultBase under Env.Root.
+	// directories; "" is mps.DefaultBase under Env.Root, reached through
+	// the run directory (Env.RunDir).
 	Base string
 	// Control runs the daemons; nil is an mps.Exec of the
 	// nvidia-cuda-mps-control found under Env.Root (mps.Find), with
@@ -152,7 +155,7 @@ func (k *mpsKnob) Read() (Value, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k.id, err)
 	}
-	owned, err := mps.Daemons(k.base(), key)
+	owned, err := k.daemons(key)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k.id, err)
 	}
@@ -232,7 +235,7 @@ func (k *mpsKnob) Apply(v Value) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mpsApplyTimeout)
 	defer cancel()
-	owned, err := mps.Daemons(k.base(), key)
+	owned, err := k.daemons(key)
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
@@ -269,7 +272,7 @@ func (k *mpsKnob) up(ctx context.Context, ctl mps.Control, key, user string) err
 	} else if pid > 0 {
 		return nil
 	}
-	if _, err := os.Lstat(p.Dir); err == nil { // a dead daemon's
+	if k.exists(p) { // a dead daemon's
 		if err := k.down(ctx, ctl, p); err != nil {
 			return err
 		}
@@ -277,7 +280,7 @@ func (k *mpsKnob) up(ctx context.Context, ctl mps.Control, key, user string) err
 	if d.UID, err = k.owner(user); err != nil {
 		return err
 	}
-	if err := mps.Create(p, d.UID); err != nil {
+	if err := k.create(p, d.UID); err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
 	if _, err := ctl.Start(ctx, d); err != nil {
@@ -318,7 +321,7 @@ func (k *mpsKnob) down(ctx context.Context, ctl mps.Control, p mps.Paths) error 
 	if err := ctl.Done(ctx, d); err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}
-	pg, err := mps.Remove(p)
+	pg, err := k.remove(p)
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
 	}

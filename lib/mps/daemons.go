@@ -4,7 +4,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"gpuprep/lib/dirfd"
 )
 
 // Owned is a daemon directory found under a base: the user it was made
@@ -28,15 +33,46 @@ func Daemons(base, key string) ([]Owned, error) {
 	}
 	var out []Owned
 	for _, e := range ents {
-		user, ok := strings.CutSuffix(e.Name(), "-"+key)
-		if !ok || !e.IsDir() { // DirEntry.IsDir does not follow a symlink
-			continue
+		if o, ok := owned(base, e.Name(), key, e.IsDir()); ok { // DirEntry.IsDir does not follow a symlink
+			out = append(out, o)
 		}
-		p, err := Dirs(base, user, key)
-		if err != nil {
-			continue // not a name Dirs makes
-		}
-		out = append(out, Owned{User: user, Paths: p})
 	}
 	return out, nil
+}
+
+// DaemonsIn is Daemons in the open base (the run directory's mps, opened
+// by lib/rundir); nil base is none.
+func DaemonsIn(base *dirfd.Dir, key string) ([]Owned, error) {
+	if base == nil {
+		return nil, nil
+	}
+	names, err := base.Names()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	var out []Owned
+	for _, n := range names {
+		st, err := base.Lstat(n)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if o, ok := owned(base.Path(), n, key, st.Mode&unix.S_IFMT == unix.S_IFDIR); ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// owned is the daemon directory name in base, if it is one made for key.
+func owned(base, name, key string, isDir bool) (Owned, bool) {
+	user, ok := strings.CutSuffix(name, "-"+key)
+	if !ok || !isDir {
+		return Owned{}, false
+	}
+	p, err := Dirs(base, user, key)
+	if err != nil {
+		return Owned{}, false // not a name Dirs makes
+	}
+	return Owned{User: user, Paths: p}, true
 }

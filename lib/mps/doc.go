@@ -35,7 +35,8 @@
 // the pipe directory to the job's user once the daemon runs (Grant), and
 // Quit does not rely on quit alone.
 //
-// Files: dirs.go (Key, Dirs), fsdirs.go (Create, Grant, Remove), find.go
+// Files: dirs.go (Key, Dirs), fsdirs.go (Create, Grant, OpenBase),
+// remove.go (Remove; the flat removal is lib/dirfd's), find.go
 // (Find), control.go (Control, Exec: Start, Servers, Alive), proc.go (the
 // daemon and its servers in /proc), quit.go (Exec.Quit), mode.go (Refuse).
 package mps

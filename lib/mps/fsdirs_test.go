@@ -343,14 +343,20 @@ func TestPurgeBudget(t *testing.T) {
 	for i := range 50 {
 		os.MkdirAll(fmt.Sprintf("%s/d%d/e", p.Pipe, i), 0o755)
 	}
-	b, _ := walk(base, false)
-	defer unix.Close(b)
-	trash, _ := subdir(b, base+"/"+TrashName, 0o700)
-	defer unix.Close(trash)
-	if err := moveInto(b, filepath.Base(p.Dir), trash); err != nil {
+	b, err := OpenBase(base, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if pg := purge(trash, base+"/"+TrashName, 10); !pg.Left || pg.Err == nil || pg.Entries < 10 {
+	defer b.Close()
+	trash, err := b.OpenTrash(TrashName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trash.Close()
+	if err := trash.Take(b, filepath.Base(p.Dir)); err != nil {
+		t.Fatal(err)
+	}
+	if pg := trash.Empty(10); !pg.Left || pg.Err == nil || pg.Entries < 10 {
 		t.Errorf("purge with a budget of 10: %+v; want some left, and why", pg)
 	}
 	if pg, err := Remove(p); err != nil || pg.Left {

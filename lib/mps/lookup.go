@@ -57,7 +57,7 @@ func Lookup(r host.Root, base, user string, uid int, uuids []string) (Paths, err
 	}
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return Paths{}, fmt.Errorf("mps: %s %w", p.Pipe, ErrSymlink)
+		return Paths{}, fmt.Errorf("mps: refusing %s: %w", p.Pipe, ErrSymlink)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return Paths{}, fmt.Errorf("mps: %s is not a directory; refusing", p.Pipe)
 	case st.Mode&0o022 != 0:

@@ -4,24 +4,28 @@ import (
 	"fmt"
 	"path"
 
-	"golang.org/x/sys/unix"
-
 	"gpuprep/lib/host"
+	"gpuprep/lib/rundir"
 )
 
-// Write stores d at Path under r: /run/gpuprep is created 0755 (never
-// through a symlink, and only used when the writer owns it and nobody else
-// can write it: PrepareRunDir makes it so), the file 0644, replaced
-// atomically. A symlink at /run/gpuprep or at the file is refused with an
-// error naming it.
+// Write stores d at Path under r: the run directory is opened for this
+// write (lib/rundir: made root's 0755 when missing, never through a
+// symlink, and refused when another user owns it or others can write it:
+// PrepareRunDir, or the prolog's rundir.Open, moves such a one aside), the
+// file 0644, replaced atomically. A symlink at /run/gpuprep or at the file
+// is refused with an error naming it.
 func Write(r host.Root, d *Description) error {
-	data := encode(d)
-	fd, err := openDir(r, runDir, true)
+	return WriteIn(nil, r, d)
+}
+
+// WriteIn stores d as the node-description of the open run directory rd
+// (nil: r's, opened as Write opens it), 0644, atomically, never through a
+// symlink.
+func WriteIn(rd *rundir.Dir, r host.Root, d *Description) error {
+	err := rundir.Use(rd, r, true, func(rd *rundir.Dir) error {
+		return rd.WriteAtomic(path.Base(Path), encode(d), 0o644)
+	})
 	if err != nil {
-		return fmt.Errorf("node description: %w", err)
-	}
-	defer unix.Close(fd)
-	if err := writeAt(fd, r.Path(runDir), path.Base(Path), data); err != nil {
 		return fmt.Errorf("node description: %w", err)
 	}
 	return nil

@@ -3,15 +3,13 @@ package nodedesc
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
-	"gpuprep/lib/crashpoint"
 	"gpuprep/lib/host"
 	"gpuprep/lib/textfmt"
+	"gpuprep/lib/rundir"
 )
 
 // Notice is what the prolog recorded for a job that its user should know
@@ -23,6 +21,9 @@ type Notice struct {
 	Messages []string `json:"messages"`
 }
 
+// noticeSub is NoticeDir's name in the run directory.
+const noticeSub = "jobs"
+
 // noticeName is the file name of job's notice in NoticeDir.
 func noticeName(job uint64) string { return strconv.FormatUint(job, 10) }
 
@@ -32,22 +33,30 @@ func noticeName(job uint64) string { return strconv.FormatUint(job, 10) }
 // never through a symlink (as Write). A notice without messages removes any
 // earlier file of the job instead (a requeued job that now has nothing to
 // say).
-func WriteNotice(r host.Root, n Notice) error {
+func WriteNotice(r host.Root, n Notice) error { return WriteNoticeIn(nil, r, n) }
+
+// WriteNoticeIn is WriteNotice in the open run directory rd (nil: r's,
+// opened for this write): NoticeDir is made root's 0755 when missing, and
+// moved aside and made afresh when another user owns it or others can
+// write it, where rd allows (rundir.Dir.MkdirAt).
+func WriteNoticeIn(rd *rundir.Dir, r host.Root, n Notice) error {
 	if len(n.Messages) == 0 {
-		return RemoveNotice(r, n.Job)
+		return RemoveNoticeIn(rd, r, n.Job)
 	}
 	var w lineWriter
 	w.line("job", strconv.FormatUint(n.Job, 10))
 	for _, m := range n.Messages {
 		w.b.WriteString(strings.ReplaceAll(m, "\n", " ") + "\n")
 	}
-	data := w.b.Bytes()
-	fd, err := openDir(r, NoticeDir, true)
+	err := rundir.Use(rd, r, true, func(rd *rundir.Dir) error {
+		jobs, err := rd.MkdirAt(noticeSub, 0o755)
+		if err != nil {
+			return err
+		}
+		jobs.Close()
+		return rd.WriteAtomic(noticeSub+"/"+noticeName(n.Job), w.b.Bytes(), 0o644)
+	})
 	if err != nil {
-		return fmt.Errorf("job notice: %w", err)
-	}
-	defer unix.Close(fd)
-	if err := writeAt(fd, r.Path(NoticeDir), noticeName(n.Job), data); err != nil {
 		return fmt.Errorf("job notice: %w", err)
 	}
 	return nil
@@ -74,19 +83,21 @@ func LoadNotice(r host.Root, job uint64) (Notice, error) {
 
 // RemoveNotice removes job's notice under r; no file (or no directory) is
 // not an error.
-func RemoveNotice(r host.Root, job uint64) error {
-	fd, err := openDir(r, NoticeDir, false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+func RemoveNotice(r host.Root, job uint64) error { return RemoveNoticeIn(nil, r, job) }
+
+// RemoveNoticeIn is RemoveNotice in the open run directory rd (nil: r's,
+// opened for this removal when it exists).
+func RemoveNoticeIn(rd *rundir.Dir, r host.Root, job uint64) error {
+	remove := func(rd *rundir.Dir) error { return rd.Remove(noticeSub + "/" + noticeName(job)) }
+	var err error
+	if rd != nil {
+		err = remove(rd)
+	} else if rd, err = rundir.Open(r, rundir.Options{NoCreate: true}); err == nil {
+		err = remove(rd)
+		rd.Close()
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("job notice: %w", err)
-	}
-	defer unix.Close(fd)
-	name := noticeName(job)
-	crashpoint.HitAt("run-unlink", NoticeDir, name)
-	if err := unix.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("job notice: %w", &os.PathError{Op: "remove", Path: r.Path(NoticeDir) + "/" + name, Err: err})
 	}
 	return nil
 }

@@ -3,8 +3,11 @@ package state
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gpuprep/lib/dirfd"
 )
 
 // newSpool opens a fresh spool under the test's temporary directory.
@@ -54,4 +57,10 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// tmpName is the first temporary file a write of name by this process
+// tries (dirfd.Dir.WriteAtomic).
+func tmpName(name string) string {
+	return "." + name + dirfd.TmpMarker + strconv.Itoa(os.Getpid())
 }

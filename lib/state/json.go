@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/lib/dirfd"
 )
 
 // maxJSON caps what ReadJSON loads: spool JSON files are small, and a huge
@@ -46,8 +48,9 @@ func (s *Spool) ReadJSON(name string, v any) (found bool, err error) {
 }
 
 // WriteJSON atomically replaces the spool file name with v as indented JSON
-// (mode 0600): ".<name>.tmp-<pid>" is created exclusively, written and
-// fsynced, renamed over name, and the directory fsynced. On any error,
+// (mode 0600) through dirfd.Dir.WriteAtomic: ".<name>.tmp-<pid>" is created
+// exclusively, written and fsynced, renamed over name, and the directory
+// fsynced. On any error,
 // ENOSPC included, the old file is intact, the temporary file is gone, and
 // the error names the file.
 func (s *Spool) WriteJSON(name string, v any) error {
@@ -61,7 +64,7 @@ func (s *Spool) WriteJSON(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: encode: %w", s.path(name), err)
 	}
-	return writeAtomic(s.fd, s.dir, name, append(data, '\n'), 0o600)
+	return s.d.WriteAtomic(name, append(data, '\n'), dirfd.Write{Mode: 0o600, Op: "spool"})
 }
 
 // openRead opens a spool file for reading without following a symlink and

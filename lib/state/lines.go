@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/crashpoint"
+	"gpuprep/lib/dirfd"
 )
 
 // AppendLine appends line and "\n" to the spool file name (created 0600),
@@ -79,7 +80,7 @@ func (s *Spool) AppendLines(name string, lines [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("append %s: %w", s.path(name), err)
 	}
-	if err := fsync(fd); err != nil {
+	if err := dirfd.Fsync(fd); err != nil {
 		return fmt.Errorf("append %s: %w", s.path(name), err)
 	}
 	return nil
@@ -159,11 +160,11 @@ func (s *Spool) Rename(from, to string) error {
 	if err := unix.Renameat(s.fd, from, s.fd, to); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", s.path(from), to, err)
 	}
-	return fsync(s.fd)
+	return dirfd.Fsync(s.fd)
 }
 
 // List returns the spool's file names starting with prefix, sorted, leaving
-// out temporary files (".*") and the lock file.
+// out temporary files (".*"), the lock file and the format file.
 func (s *Spool) List(prefix string) ([]string, error) {
 	names, err := s.readNames()
 	if err != nil {
@@ -171,7 +172,7 @@ func (s *Spool) List(prefix string) ([]string, error) {
 	}
 	var out []string
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") || n == LockName || !strings.HasPrefix(n, prefix) {
+		if strings.HasPrefix(n, ".") || n == LockName || n == FormatName || !strings.HasPrefix(n, prefix) {
 			continue
 		}
 		out = append(out, n)

@@ -9,6 +9,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gpuprep/lib/crashpoint"
+	"gpuprep/lib/dirfd"
 )
 
 // LockName is the lock file inside the spool; it is reserved: no data file
@@ -28,8 +29,9 @@ const LockName = "lock"
 // (or any folder above it) afterwards cannot redirect a write.
 type Spool struct {
 	dir      string
-	fd       int  // -1: a read-only spool whose directory does not exist
-	readOnly bool // OpenReadOnly: every write fails
+	d        *dirfd.Dir // nil: a read-only spool whose directory does not exist
+	fd       int        // d's descriptor; -1 without d
+	readOnly bool       // OpenReadOnly: every write fails
 	once     sync.Once
 }
 
@@ -54,51 +56,101 @@ func open(dir string, readOnly bool) (*Spool, error) {
 		return nil, errors.New("state dir: empty path")
 	}
 	dir = filepath.Clean(dir)
-	if readOnly {
-		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-			return &Spool{dir: dir, fd: -1, readOnly: true}, nil
-		}
-	} else if err := create(dir); err != nil {
+	parent, err := openParent(dir, !readOnly)
+	if readOnly && errors.Is(err, fs.ErrNotExist) {
+		return &Spool{dir: dir, fd: -1, readOnly: true}, nil
+	}
+	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Lstat(dir)
+	defer parent.Close()
+	d, made, err := openSpoolDir(parent, dir, readOnly)
+	if readOnly && errors.Is(err, fs.ErrNotExist) {
+		return &Spool{dir: dir, fd: -1, readOnly: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Spool{dir: dir, d: d.Named(dir), fd: d.FD(), readOnly: readOnly}
+	if err := s.format(made); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openParent opens the folder dir is in, from / down without following a
+// symlink (dirfd.WalkPath), after resolving the symlinks on its path as
+// far as it exists (an admin's /var -> /data/var), so that the folders
+// checked are the ones that really contain the spool: each must be root's
+// or the effective uid's, and not writable by group or others without the
+// sticky bit (/tmp, 1777, is fine: nobody else can rename our entry
+// there). With create, missing folders are made 0755 (less the umask).
+func openParent(dir string, create bool) (*dirfd.Dir, error) {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		return nil, fmt.Errorf("state dir %s is a symlink; refusing (point --state-dir at the real directory)", dir)
+	d, err := dirfd.WalkPath(realPath(filepath.Dir(abs)), dirfd.Walk{Mkdir: create, Mode: 0o755, Check: func(d *dirfd.Dir, st *unix.Stat_t, _ bool) error {
+		return checkAbove(dir, d.Path(), st)
+	}})
+	if err != nil && !strings.HasPrefix(err.Error(), "state dir ") {
+		err = fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("state dir %s is a symlink; refusing", dir)
-		}
-		return nil, fmt.Errorf("state dir %s: open: %w", dir, err)
-	}
-	if err := checkDir(fd, dir); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	if err := checkAncestors(fd, dir); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	return &Spool{dir: dir, fd: fd, readOnly: readOnly}, nil
+	return d, err
 }
 
-// create makes dir (0700) and its missing parents (0755, less the umask).
-func create(dir string) error {
-	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return nil // exists (checked next) or an error the Lstat after reports
+// realPath is p with every symlink on it resolved, as far as it exists;
+// the missing rest is appended as it is.
+func realPath(p string) string {
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if p == "/" || p == "." {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = filepath.Dir(p)
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("state dir %s: create parent: %w", dir, err)
+}
+
+// checkAbove checks a folder above the spool dir (path name, fstat st):
+// someone other than root or the effective uid could rename the spool out
+// of it when they own it, or when group or others may write it without the
+// sticky bit.
+func checkAbove(dir, name string, st *unix.Stat_t) error {
+	if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("state dir %s: folder above it, %s, is owned by uid %d, who could replace the spool; refusing", dir, name, st.Uid)
 	}
-	crashpoint.Hit("spool-mkdir", dir)
-	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("state dir %s: create: %w", dir, err)
+	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("state dir %s: folder above it, %s, is writable by group or others without the sticky bit (mode %04o), so the spool could be replaced; refusing", dir, name, st.Mode&0o7777)
 	}
 	return nil
+}
+
+// openSpoolDir opens the spool dir in parent, making it (0700) unless
+// readOnly; made says it was made now. A symlink, a directory of another
+// user or one group or others can write is refused, naming dir.
+func openSpoolDir(parent *dirfd.Dir, dir string, readOnly bool) (*dirfd.Dir, bool, error) {
+	name := filepath.Base(dir)
+	_, err := parent.Lstat(name)
+	made := !readOnly && errors.Is(err, fs.ErrNotExist)
+	d, err := parent.Walk(name, dirfd.Walk{Mkdir: made, Mode: 0o700, Op: "spool"})
+	switch {
+	case errors.Is(err, dirfd.ErrSymlink):
+		return nil, false, fmt.Errorf("state dir %s is a symlink; refusing (point --state-dir at the real directory)", dir)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, err
+	case err != nil:
+		return nil, false, fmt.Errorf("state dir %s: open: %w", dir, err)
+	}
+	if err := checkDir(d.FD(), dir); err != nil {
+		d.Close()
+		return nil, false, err
+	}
+	return d, made, nil
 }
 
 // checkDir checks the opened spool itself: owner and mode.
@@ -116,63 +168,6 @@ func checkDir(fd int, dir string) error {
 	return nil
 }
 
-// checkAncestors walks ".." from the opened directory up to the root of the
-// file system tree, so it checks the folders that really contain the spool,
-// whatever symlinks the path went through.
-func checkAncestors(fd int, dir string) error {
-	euid := uint32(os.Geteuid())
-	var cur unix.Stat_t
-	if err := unix.Fstat(fd, &cur); err != nil {
-		return fmt.Errorf("state dir %s: stat: %w", dir, err)
-	}
-	at, up := fd, ".."
-	for depth := 0; depth < 256; depth++ {
-		pfd, err := unix.Openat(at, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if at != fd {
-			unix.Close(at)
-		}
-		if err != nil {
-			return fmt.Errorf("state dir %s: open %s: %w", dir, up, err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(pfd, &st); err != nil {
-			unix.Close(pfd)
-			return fmt.Errorf("state dir %s: stat %s: %w", dir, up, err)
-		}
-		if st.Dev == cur.Dev && st.Ino == cur.Ino { // "/" is its own parent
-			unix.Close(pfd)
-			return nil
-		}
-		name := ancestorName(dir, depth)
-		if st.Uid != 0 && st.Uid != euid {
-			unix.Close(pfd)
-			return fmt.Errorf("state dir %s: folder above it, %s, is owned by uid %d, who could replace the spool; refusing", dir, name, st.Uid)
-		}
-		if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
-			unix.Close(pfd)
-			return fmt.Errorf("state dir %s: folder above it, %s, is writable by group or others without the sticky bit (mode %04o), so the spool could be replaced; refusing", dir, name, st.Mode&0o7777)
-		}
-		at, cur, up = pfd, st, up+"/.."
-	}
-	unix.Close(at)
-	return fmt.Errorf("state dir %s: too many folders above it", dir)
-}
-
-// ancestorName is the depth-th folder above dir, for messages.
-func ancestorName(dir string, depth int) string {
-	p := dir
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		p = real
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	for i := 0; i <= depth; i++ {
-		p = filepath.Dir(p)
-	}
-	return p
-}
-
 // Dir is the spool's path as given to Open (cleaned).
 func (s *Spool) Dir() string { return s.dir }
 
@@ -180,8 +175,8 @@ func (s *Spool) Dir() string { return s.dir }
 func (s *Spool) Close() error {
 	var err error
 	s.once.Do(func() {
-		if s.fd >= 0 {
-			err = unix.Close(s.fd)
+		if s.d != nil {
+			err = s.d.Close()
 		}
 	})
 	return err
@@ -203,7 +198,7 @@ func (s *Spool) path(name string) string { return filepath.Join(s.dir, name) }
 
 // checkName refuses names that could leave the spool or collide with its
 // own files: empty, containing "/" or "..", NUL or a newline, starting with
-// "." (temporary files), or the lock file.
+// "." (temporary files), the lock file or the format file.
 func checkName(name string) error {
 	switch {
 	case name == "":
@@ -214,6 +209,8 @@ func checkName(name string) error {
 		return fmt.Errorf("state: file name %q must not start with \".\" (reserved for temporary files)", name)
 	case name == LockName:
 		return fmt.Errorf("state: file name %q is reserved for the spool lock", name)
+	case name == FormatName:
+		return fmt.Errorf("state: file name %q is reserved for the spool's format version", name)
 	}
 	return nil
 }

@@ -1,0 +1,87 @@
+package hook
+
+import (
+	"gpuprep/lib/plan"
+	"maps"
+	"slices"
+
+	"gpuprep/lib/rundir"
+)
+
+// gpuprep's run directory, /run/gpuprep (lib/rundir), is opened once per
+// run, by prepare, before anything in it is read or changed (an
+// interrupted run's recovery included), and closed when the run ends
+// (publish, forgetNotices). Every knob gets it (knob.Env.RunDir), and the
+// node description and notices are written through it.
+
+// runDirState is the run directory of one run (Options.rd).
+type runDirState struct {
+	dir    *rundir.Dir
+	err    error
+	opened bool
+}
+
+// openRunDir opens the run directory for this run, once: read only in a
+// dry run. One another user owns or others can write is moved aside and
+// made afresh only while nothing holds settings whose state may be in it
+// (heldSettings); else it is a node error that says why, so the prolog
+// fails rather than orphan those jobs' state. What was moved aside goes
+// into out's warnings.
+func openRunDir(o *run, out *Outcome) error {
+	if !o.rd.opened {
+		o.rd.opened = true
+		opt := rundir.Options{Held: func() ([]string, error) { return heldSettings(o) }}
+		open := rundir.Open
+		if o.DryRun {
+			open = rundir.OpenReadOnly
+		}
+		if o.rd.dir, o.rd.err = open(o.Root, opt); o.rd.err != nil {
+			o.rd.err = nodeErrorf("run directory: %v", o.rd.err)
+		}
+	}
+	noteMoved(o, out)
+	return o.rd.err
+}
+
+// noteMoved logs what the run directory moved aside, and adds it to out's
+// warnings.
+func noteMoved(o *run, out *Outcome) {
+	if o.rd.dir == nil {
+		return
+	}
+	for _, m := range o.rd.dir.Moved() {
+		o.Log.Warn("untrusted run directory moved aside", "what", m)
+		out.warn(plan.KindNode, "%s", m)
+	}
+}
+
+// closeRunDir closes the run's run directory; a later run with the same
+// Options opens it again.
+func closeRunDir(o *run) {
+	o.rd.dir.Close()
+	o.rd = runDirState{}
+}
+
+// heldSettings lists what holds settings whose state may be in the run
+// directory (the IRQs' list, the MPS daemons' directories, the units'
+// marks): an interrupted run (the spool's journal, read or not) and the
+// jobs with a record of this boot (the run directory is a tmpfs: an
+// earlier boot's jobs left nothing in it).
+func heldSettings(o *run) ([]string, error) {
+	var held []string
+	var j Journal
+	if found, err := o.Spool.ReadJSON(journalFile, &j); found || err != nil {
+		held = append(held, "an interrupted run (its journal)")
+	}
+	recs, err := readJobRecords(o.Spool)
+	if err != nil {
+		return nil, err
+	}
+	boot := readBootID(o)
+	for _, job := range slices.Sorted(maps.Keys(recs)) {
+		if r := recs[job]; boot == "" || r.BootID == "" || r.BootID == boot {
+			held = append(held, "job "+job)
+		}
+	}
+	return held, nil
+}
