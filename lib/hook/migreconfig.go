@@ -10,8 +10,8 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/gresgen"
-	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
 
@@ -171,7 +171,7 @@ func gresLinesAfterMIG(o *Options, changed []int) ([]string, error) {
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := slurm.FormatGresConf(&b, nil, "off", res.SlurmDevices()); err != nil {
+	if err := gresconf.Format(&b, nil, "off", res.SlurmDevices()); err != nil {
 		return nil, err
 	}
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n"), nil
