@@ -128,7 +128,7 @@ gpunode-kit: $(BINS)
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/cpuset
-	$(GO) test -run='^$$' -fuzz=FuzzParseGresConf -fuzztime=30s ./lib/slurm
+	$(GO) test -run='^$$' -fuzz=FuzzParseGresConf -fuzztime=30s ./lib/gresconf
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./lib/config
 
 fixtures:

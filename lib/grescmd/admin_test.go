@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"gpuprep/internal/testroot"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/gresgen"
-	"gpuprep/lib/slurm"
 )
 
 // --node-name-lines: every line names the node, so one gres.conf can hold
@@ -41,11 +41,11 @@ func TestGresNodeNameLines(t *testing.T) {
 	}
 	// Two nodes' files concatenated, as a shared gres.conf.
 	other := strings.ReplaceAll(shared, "NodeName=gpu07 ", "NodeName=gpu08 ")
-	sc, err := slurm.ParseGresConf("shared", []byte(shared+other))
+	sc, err := gresconf.Parse("shared", []byte(shared+other))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := slurm.ParseGresConf("plain", []byte(plain))
+	pc, err := gresconf.Parse("plain", []byte(plain))
 	if err != nil {
 		t.Fatal(err)
 	}

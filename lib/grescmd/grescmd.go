@@ -1,7 +1,7 @@
 // Package grescmd is the command line of gpuprep-gres: its flags, which
 // output to print, and --check's report and exit code. Discovering the node
 // is lib/topo's, planning and writing gres.conf lib/gresgen's, and parsing an
-// existing one lib/slurm's.
+// existing one lib/gresconf's.
 package grescmd
 
 import (
@@ -17,10 +17,10 @@ import (
 	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
 	"gpuprep/lib/plural"
-	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
 
@@ -119,7 +119,7 @@ func loadConfig(c *cli.Common, stderr io.Writer) (*config.Config, *slog.Logger, 
 }
 
 // loadCheckFile reads and parses --check's gres.conf; nil without --check.
-func loadCheckFile(check string) (*slurm.GresConf, error) {
+func loadCheckFile(check string) (*gresconf.Conf, error) {
 	if check == "" {
 		return nil, nil
 	}
@@ -127,7 +127,7 @@ func loadCheckFile(check string) (*slurm.GresConf, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slurm.ParseGresConf(check, data)
+	return gresconf.Parse(check, data)
 }
 
 // discoverNode detects the node's topology (NICs only for a table or JSON

@@ -11,7 +11,7 @@ import (
 
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cli"
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 )
 
 func gres(args ...string) (string, string, int) {
@@ -40,7 +40,7 @@ func TestGresOnCapturedH200(t *testing.T) {
 	// What it prints, Slurm's parser rules read back, and --check agrees.
 	path := filepath.Join(t.TempDir(), "gres.conf")
 	os.WriteFile(path, []byte(out), 0o644)
-	if _, err := slurm.ParseGresConf(path, []byte(out)); err != nil {
+	if _, err := gresconf.Parse(path, []byte(out)); err != nil {
 		t.Fatal(err)
 	}
 	if o, e, code := gres("--root", root, "--gpu-backend", "procfs", "--check", path); code != 0 {
@@ -296,14 +296,14 @@ func TestAgreesWithNvidiaSMITopo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, err := slurm.ParseGresConf("gres-nvml.conf", nvmlConf)
+	real, err := gresconf.Parse("gres-nvml.conf", nvmlConf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	devs := real.ForNode("vm")
 	root := testroot.Shared(t, "h200x2")
 	out, _, _ := gres("--root", root, "--gpu-backend", "procfs")
-	captured, err := slurm.ParseGresConf("procfs", []byte(out))
+	captured, err := gresconf.Parse("procfs", []byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestAgreesWithNvidiaSMITopo(t *testing.T) {
 			}
 		}
 		// One socket of 32 cores without SMT: core ids equal CPU ids.
-		for name, d := range map[string]slurm.GresDevice{"nvml": devs[i], "procfs": procDevs[i]} {
+		for name, d := range map[string]gresconf.Device{"nvml": devs[i], "procfs": procDevs[i]} {
 			if d.Cores.String() != affinity[i] {
 				t.Errorf("GPU%d (%s): Cores=%s, topo -m CPU affinity %s", i, name, d.Cores, affinity[i])
 			}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
@@ -29,13 +30,13 @@ func (d Difference) String() string {
 // (checkMPS); other Name= records are ignored. The slurm.conf read for
 // Options.Slurmd is checked too: its NodeName= line for this node against
 // the counts slurmd will register (checkNodeLine).
-func Check(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []Difference {
+func Check(node *topo.Node, want *Result, conf *gresconf.Conf, opt Options) []Difference {
 	diffs := append(checkGres(node, want, conf, opt), checkMPS(want, conf, opt)...)
 	return append(diffs, checkNodeLine(want, opt)...)
 }
 
 // checkGres is Check's gres.conf part.
-func checkGres(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options) []Difference {
+func checkGres(node *topo.Node, want *Result, conf *gresconf.Conf, opt Options) []Difference {
 	name := opt.Name
 	if name == "" {
 		name = "gpu"
@@ -48,7 +49,7 @@ func checkGres(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options)
 	if ad, err := conf.AutoDetectFor(host); err == nil && ad != "" && ad != "off" {
 		diffs = append(diffs, Difference{Msg: fmt.Sprintf("AutoDetect=%s: slurmd will also detect GPUs itself and may override these lines; use AutoDetect=off with a generated file", ad)})
 	}
-	have := map[string]slurm.GresDevice{}
+	have := map[string]gresconf.Device{}
 	for _, d := range conf.ForNode(host) {
 		if !strings.EqualFold(d.Name, name) {
 			continue
@@ -89,13 +90,13 @@ func checkGres(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options)
 		}
 	}
 	diffs = append(diffs, group(found)...)
-	var extra []slurm.GresDevice
+	var extra []gresconf.Device
 	for key, h := range have {
 		if !seen[key] {
 			extra = append(extra, h)
 		}
 	}
-	slices.SortFunc(extra, func(a, b slurm.GresDevice) int { return a.Line - b.Line })
+	slices.SortFunc(extra, func(a, b gresconf.Device) int { return a.Line - b.Line })
 	for _, h := range extra {
 		diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("%s is not a GPU device of this node", strings.Join(h.DeviceFiles(), ","))})
 	}
@@ -106,7 +107,7 @@ func checkGres(node *topo.Node, want *Result, conf *slurm.GresConf, opt Options)
 // place of one "missing" line per GPU: the NodeName= values it has, the
 // name this node goes by, and the flag that picks another, with the name to
 // give it when the file names this node by its full (or short) name.
-func otherNodes(conf *slurm.GresConf, host string) string {
+func otherNodes(conf *gresconf.Conf, host string) string {
 	names := conf.NodeNames()
 	msg := fmt.Sprintf("no line of %s is for this node %q: its NodeName= values are %s", conf.File, host, joinMax(names, 5))
 	if alias := aliasOf(names, host); alias != "" {
@@ -191,7 +192,7 @@ func describe(d Device) string {
 }
 
 // osIDHint explains the classic mistake of writing OS CPU ids in Cores=.
-func osIDHint(node *topo.Node, h slurm.GresDevice) string {
+func osIDHint(node *topo.Node, h gresconf.Device) string {
 	if h.Cores.Max() >= len(node.Cores) {
 		return "; Cores= names ids beyond the node's " + fmt.Sprint(len(node.Cores)) + " cores: these look like OS CPU ids, but Cores= takes Slurm core ids"
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 )
 
 // TestCheckNodeLineAgainstSlurmd: --check also holds slurm.conf's NodeName=
@@ -41,7 +41,7 @@ func TestCheckNodeLineAgainstSlurmd(t *testing.T) {
 			res, _ := Plan(node, opt)
 			var b strings.Builder
 			WriteGres(&b, node, res, "test")
-			gres, err := slurm.ParseGresConf("gres.conf", []byte(b.String()))
+			gres, err := gresconf.Parse("gres.conf", []byte(b.String()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,16 +7,16 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/plural"
-	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
 
-// SlurmDevices converts the records to lib/slurm's gres.conf model.
-func (r *Result) SlurmDevices() []slurm.GresDevice {
-	out := make([]slurm.GresDevice, 0, len(r.Devices)+len(r.MPS))
+// SlurmDevices converts the records to lib/gresconf's model of gres.conf.
+func (r *Result) SlurmDevices() []gresconf.Device {
+	out := make([]gresconf.Device, 0, len(r.Devices)+len(r.MPS))
 	for _, d := range append(r.Devices[:len(r.Devices):len(r.Devices)], r.MPS...) {
-		out = append(out, slurm.GresDevice{
+		out = append(out, gresconf.Device{
 			Name: d.Name, Type: d.Type, File: d.File, MultipleFiles: d.MultipleFiles,
 			Cores: d.Cores, HasCores: !d.Cores.IsEmpty(), Links: d.Links, Count: max(d.Count, 1),
 		})
@@ -46,9 +46,9 @@ func WriteGres(w io.Writer, node *topo.Node, r *Result, generator string) error 
 		header = append(header, "warning: "+wn.String())
 	}
 	if r.nodeNameLines {
-		return slurm.FormatGresConfFor(w, header, "off", r.Node.NodeName, r.SlurmDevices())
+		return gresconf.FormatFor(w, header, "off", r.Node.NodeName, r.SlurmDevices())
 	}
-	return slurm.FormatGresConf(w, header, "off", r.SlurmDevices())
+	return gresconf.Format(w, header, "off", r.SlurmDevices())
 }
 
 // WriteNodeLine prints the slurm.conf node line after a comment saying what

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/plural"
-	"gpuprep/lib/slurm"
 	"gpuprep/lib/topo"
 )
 
@@ -98,7 +98,7 @@ func (r *Result) mpsNote() string {
 // checkMPS compares gres.conf's Name=mps records for this node with the
 // generated ones, by device file, where [gres] mps_gpus marks GPUs; with
 // none marked, Name=mps records are the site's own and left alone.
-func checkMPS(want *Result, conf *slurm.GresConf, opt Options) []Difference {
+func checkMPS(want *Result, conf *gresconf.Conf, opt Options) []Difference {
 	if opt.MPSGPUs.None() {
 		return nil
 	}
@@ -107,7 +107,7 @@ func checkMPS(want *Result, conf *slurm.GresConf, opt Options) []Difference {
 		return nil // checkGres says so
 	}
 	var diffs []Difference
-	have := map[string]slurm.GresDevice{}
+	have := map[string]gresconf.Device{}
 	for _, d := range conf.ForNode(host) {
 		if !strings.EqualFold(d.Name, mpsName) {
 			continue
@@ -133,11 +133,11 @@ func checkMPS(want *Result, conf *slurm.GresConf, opt Options) []Difference {
 			diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("Name=mps File=%s Count=%d, but [gres] mps_count = %d", w.File, h.Count, w.Count)})
 		}
 	}
-	var extra []slurm.GresDevice
+	var extra []gresconf.Device
 	for _, h := range have {
 		extra = append(extra, h)
 	}
-	slices.SortFunc(extra, func(a, b slurm.GresDevice) int { return a.Line - b.Line })
+	slices.SortFunc(extra, func(a, b gresconf.Device) int { return a.Line - b.Line })
 	for _, h := range extra {
 		diffs = append(diffs, Difference{Line: h.Line, Msg: fmt.Sprintf("Name=mps File=%s: [gres] mps_gpus = %s does not mark this GPU", strings.Join(h.DeviceFiles(), ","), opt.MPSGPUs)})
 	}

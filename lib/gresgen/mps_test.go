@@ -7,7 +7,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/topo"
 )
 
@@ -59,7 +59,7 @@ func TestMPSRecords(t *testing.T) {
 		t.Errorf("node line:\n%s", line)
 	}
 	// What Slurm reads back: each GPU's share on its own file.
-	conf, err := slurm.ParseGresConf("gen", []byte(gres))
+	conf, err := gresconf.Parse("gen", []byte(gres))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestCheckMPS(t *testing.T) {
 			gpuLines += l
 		}
 	}
-	conf, err := slurm.ParseGresConf("gres.conf", []byte(gpuLines+"Name=mps File=/dev/nvidia2 Count=50\nName=mps File=/dev/nvidia3 Count=100\nName=mps Count=400\n"))
+	conf, err := gresconf.Parse("gres.conf", []byte(gpuLines+"Name=mps File=/dev/nvidia2 Count=50\nName=mps File=/dev/nvidia3 Count=100\nName=mps Count=400\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

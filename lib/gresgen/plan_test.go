@@ -7,7 +7,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/topo"
 )
 
@@ -126,7 +126,7 @@ func TestCheckReportsEachDifference(t *testing.T) {
 		mkGPU(1, 0, "0000:9a:00.0", 1, "4-7", []int{4, -1}),
 	)
 	res, _ := Plan(node, Options{})
-	conf, err := slurm.ParseGresConf("gres.conf", []byte(`AutoDetect=nvml
+	conf, err := gresconf.Parse("gres.conf", []byte(`AutoDetect=nvml
 Name=gpu Type=h100 File=/dev/nvidia1 Cores=0-3,8-11 Links=-1,4
 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia7 Cores=4-7
 `))
@@ -157,7 +157,7 @@ Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia7 Cores=4-7
 	if err := WriteGres(&b, node, res, "test"); err != nil {
 		t.Fatal(err)
 	}
-	conf, err = slurm.ParseGresConf("gen", []byte(b.String()))
+	conf, err = gresconf.Parse("gen", []byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

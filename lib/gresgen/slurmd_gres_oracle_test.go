@@ -11,9 +11,9 @@ import (
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/host"
-	"gpuprep/lib/slurm"
 	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
@@ -50,7 +50,7 @@ func TestGresConfAgainstSlurmd(t *testing.T) {
 			if tc.nodeNameLines {
 				gres += strings.ReplaceAll(gres, "NodeName="+node+" ", "NodeName=othernode ")
 			}
-			want, err := slurm.ParseGresConf("generated", []byte(gres))
+			want, err := gresconf.Parse("generated", []byte(gres))
 			if err != nil {
 				t.Fatalf("generated gres.conf does not parse: %v\n%s", err, gres)
 			}

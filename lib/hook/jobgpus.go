@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/gpu"
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/textfmt"
 )
 
@@ -65,7 +65,7 @@ type gresDevice struct {
 // 22.05's common_node_config_load counts them. An error says why the order
 // cannot be known (AutoDetect, a line with no File=, a file that is not
 // /dev/nvidia<N>).
-func gresMinors(g *slurm.GresConf, node, name string) ([]gresDevice, error) {
+func gresMinors(g *gresconf.Conf, node, name string) ([]gresDevice, error) {
 	ad, err := g.AutoDetectFor(node)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func gresMinors(g *slurm.GresConf, node, name string) ([]gresDevice, error) {
 	if ad != "" && !strings.EqualFold(ad, "off") {
 		return nil, fmt.Errorf("%s: AutoDetect=%s: Slurm numbers the GPUs it finds itself (write gres.conf with gpuprep-gres, AutoDetect=off, to have the job's GPUs tuned)", g.File, ad)
 	}
-	var devs []slurm.GresDevice
+	var devs []gresconf.Device
 	for _, global := range []bool{true, false} {
 		for _, l := range g.Lines {
 			if !strings.EqualFold(l.Name, name) || (l.NodeName == "") != global || !l.AppliesTo(node) {
@@ -178,7 +178,7 @@ func readGresDevices(o *run, p string) ([]gresDevice, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := slurm.ParseGresConf(p, b)
+	g, err := gresconf.Parse(p, b)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"gpuprep/internal/testroot"
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 )
 
 // writeGresConf writes root/etc/slurm/gres.conf: text, or when "" one
@@ -70,7 +70,7 @@ func TestGresMinors(t *testing.T) {
 		{"no file", "Name=gpu Count=8\n", nil, "line 1: Name=gpu with no File="},
 		{"odd file", "Name=gpu File=/dev/dri/card0\n", nil, "line 1: File=/dev/dri/card0 is not /dev/nvidia<N>"},
 	} {
-		g, err := slurm.ParseGresConf("/etc/slurm/gres.conf", []byte(c.text))
+		g, err := gresconf.Parse("/etc/slurm/gres.conf", []byte(c.text))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

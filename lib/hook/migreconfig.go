@@ -10,9 +10,9 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/gresgen"
 	"gpuprep/lib/plan"
-	"gpuprep/lib/slurm"
 	"gpuprep/lib/textfmt"
 	"gpuprep/lib/topo"
 )
@@ -173,7 +173,7 @@ func gresLinesAfterMIG(o *run, changed []int) ([]string, error) {
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := slurm.FormatGresConf(&b, nil, "off", res.SlurmDevices()); err != nil {
+	if err := gresconf.Format(&b, nil, "off", res.SlurmDevices()); err != nil {
 		return nil, err
 	}
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n"), nil

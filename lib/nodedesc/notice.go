@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"gpuprep/lib/host"
-	"gpuprep/lib/textfmt"
 	"gpuprep/lib/rundir"
+	"gpuprep/lib/textfmt"
 )
 
 // Notice is what the prolog recorded for a job that its user should know

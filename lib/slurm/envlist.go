@@ -36,7 +36,7 @@ func ParseIndexList(s string) ([]int, error) {
 				return nil, err
 			}
 			if z < a {
-				return nil, fmt.Errorf("range %s is descending", quote(el))
+				return nil, fmt.Errorf("range %s is descending", Quote(el))
 			}
 		}
 		if len(out)+(z-a+1) > maxListLen {
@@ -55,12 +55,12 @@ func parseIndex(s string) (int, error) {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("%s is not a number", quote(s))
+			return 0, fmt.Errorf("%s is not a number", Quote(s))
 		}
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil || v > maxGPUIndex {
-		return 0, fmt.Errorf("%s is out of range", quote(s))
+		return 0, fmt.Errorf("%s is out of range", Quote(s))
 	}
 	return v, nil
 }
@@ -79,14 +79,14 @@ func ParseCountList(s string) ([]int, error) {
 		num, rep := el, "1"
 		if i := strings.IndexByte(el, '('); i >= 0 {
 			if !strings.HasSuffix(el, ")") || !strings.HasPrefix(el[i+1:], "x") {
-				return nil, fmt.Errorf("%s is not N or N(xR)", quote(el))
+				return nil, fmt.Errorf("%s is not N or N(xR)", Quote(el))
 			}
 			num, rep = el[:i], el[i+2:len(el)-1]
 		}
 		n, err1 := parseCountNum(num)
 		r, err2 := parseCountNum(rep)
 		if err1 != nil || err2 != nil || r == 0 {
-			return nil, fmt.Errorf("%s is not N or N(xR)", quote(el))
+			return nil, fmt.Errorf("%s is not N or N(xR)", Quote(el))
 		}
 		if len(out)+r > maxListLen {
 			return nil, errors.New("list too long")
@@ -147,13 +147,13 @@ func ParseDeviceList(s string) ([]DeviceRef, error) {
 		switch {
 		case strings.HasPrefix(el, "GPU-") || strings.HasPrefix(el, "MIG-"):
 			if len(el) == 4 || strings.ContainsAny(el, " \t\n") {
-				return nil, fmt.Errorf("%s is not a device UUID", quote(el))
+				return nil, fmt.Errorf("%s is not a device UUID", Quote(el))
 			}
 			out = append(out, DeviceRef{Index: -1, UUID: el})
 		default:
 			i, err := parseIndex(el)
 			if err != nil {
-				return nil, fmt.Errorf("%s is neither an index nor a GPU-/MIG- UUID", quote(el))
+				return nil, fmt.Errorf("%s is neither an index nor a GPU-/MIG- UUID", Quote(el))
 			}
 			out = append(out, DeviceRef{Index: i})
 		}

@@ -68,11 +68,11 @@ func ParseHostlist(s string) (Hostlist, error) {
 			case '[':
 				j := strings.IndexByte(s[i+1:], ']')
 				if j < 0 {
-					return Hostlist{}, fmt.Errorf("unterminated '[' in %s", quote(s))
+					return Hostlist{}, fmt.Errorf("unterminated '[' in %s", Quote(s))
 				}
 				body := s[i+1 : i+1+j]
 				if strings.IndexByte(body, '[') >= 0 {
-					return Hostlist{}, fmt.Errorf("nested '[' in %s", quote(s))
+					return Hostlist{}, fmt.Errorf("nested '[' in %s", Quote(s))
 				}
 				rs, err := parseRangeList(body)
 				if err != nil {
@@ -85,7 +85,7 @@ func ParseHostlist(s string) (Hostlist, error) {
 				term = append(term, hostPart{ranges: rs})
 				i += j + 2
 			case ']':
-				return Hostlist{}, fmt.Errorf("unmatched ']' in %s", quote(s))
+				return Hostlist{}, fmt.Errorf("unmatched ']' in %s", Quote(s))
 			default:
 				lit.WriteByte(c)
 				i++
@@ -93,13 +93,13 @@ func ParseHostlist(s string) (Hostlist, error) {
 		}
 		if lit.Len() > 0 {
 			if len(term) > 0 {
-				return Hostlist{}, fmt.Errorf("text %s after ']' in %s (Slurm 22.05 allows none)", quote(lit.String()), quote(s))
+				return Hostlist{}, fmt.Errorf("text %s after ']' in %s (Slurm 22.05 allows none)", Quote(lit.String()), Quote(s))
 			}
 			term = append(term, hostPart{lit: lit.String()})
 		}
 		h.terms = append(h.terms, term)
 		if total += termLen(term); total > MaxHostlistNames {
-			return Hostlist{}, fmt.Errorf("%s names more than %d hosts", quote(s), MaxHostlistNames)
+			return Hostlist{}, fmt.Errorf("%s names more than %d hosts", Quote(s), MaxHostlistNames)
 		}
 	}
 	return h, nil
@@ -126,12 +126,12 @@ func parseRangeList(body string) ([]numRange, error) {
 				return nil, err
 			}
 			if z < a {
-				return nil, fmt.Errorf("range %s is descending", quote(el))
+				return nil, fmt.Errorf("range %s is descending", Quote(el))
 			}
 		}
 		n := z - a + 1
 		if n > MaxHostlistNames {
-			return nil, fmt.Errorf("range %s names more than %d hosts", quote(el), MaxHostlistNames)
+			return nil, fmt.Errorf("range %s names more than %d hosts", Quote(el), MaxHostlistNames)
 		}
 		total += n
 		if total > MaxHostlistNames {
@@ -144,19 +144,19 @@ func parseRangeList(body string) ([]numRange, error) {
 
 func parseRangeNum(s, el string) (uint64, error) {
 	if s == "" {
-		return 0, fmt.Errorf("range %s: missing number", quote(el))
+		return 0, fmt.Errorf("range %s: missing number", Quote(el))
 	}
 	if len(s) > maxRangeDigits {
-		return 0, fmt.Errorf("range %s: number too long", quote(el))
+		return 0, fmt.Errorf("range %s: number too long", Quote(el))
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("range %s: %s is not a number", quote(el), quote(s))
+			return 0, fmt.Errorf("range %s: %s is not a number", Quote(el), Quote(s))
 		}
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("range %s: %s is not a number", quote(el), quote(s))
+		return 0, fmt.Errorf("range %s: %s is not a number", Quote(el), Quote(s))
 	}
 	return v, nil
 }

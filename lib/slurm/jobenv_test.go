@@ -192,9 +192,6 @@ func TestParseCountList(t *testing.T) {
 }
 
 func TestErrorText(t *testing.T) {
-	if got := (ParseError{File: "gres.conf", Msg: "empty"}).Error(); got != "gres.conf: empty" {
-		t.Errorf("line 0: %q", got)
-	}
 	long := strings.Repeat("7,", 100)
 	err := (&EnvError{Var: "SLURM_JOB_GPUS", Value: long, Msg: "bad"}).Error()
 	if want := `SLURM_JOB_GPUS="` + long[:64] + `"...: bad`; err != want {

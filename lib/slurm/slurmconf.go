@@ -99,7 +99,7 @@ func (c *Conf) readFile(r host.Root, file string, opened *int) error {
 	}
 	for i, line := range strings.Split(string(b), "\n") {
 		where := fmt.Sprintf("%s:%d", file, i+1)
-		line = stripComment(line)
+		line = StripComment(line)
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
 			continue
@@ -230,4 +230,25 @@ func (c *Conf) HasSlurmdParameter(p string) bool {
 		}
 	}
 	return false
+}
+
+// StripComment cuts a line of a Slurm configuration file (slurm.conf,
+// gres.conf: parse_config.c's rule) at its comment: the first '#' preceded
+// by an even number of backslashes.
+func StripComment(s string) string {
+	bs := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '#':
+			if bs%2 == 0 {
+				return s[:i]
+			}
+			bs = 0
+		case '\\':
+			bs++
+		default:
+			bs = 0
+		}
+	}
+	return s
 }

@@ -115,7 +115,7 @@ func TaskFromEnv(getenv func(string) string) (Task, error) {
 	if tpn != "" {
 		if t.NodeID >= t.StepNodes {
 			return Task{}, &EnvError{Var: "SLURM_NODEID", Value: getenv("SLURM_NODEID"),
-				Msg: fmt.Sprintf("beyond the %s of %s=%s", plural.Count(t.StepNodes, "node", "nodes"), tpnVar, quote(tpn))}
+				Msg: fmt.Sprintf("beyond the %s of %s=%s", plural.Count(t.StepNodes, "node", "nodes"), tpnVar, Quote(tpn))}
 		}
 		if n := t.NodeTasks; n > MaxTasksPerNode {
 			return Task{}, &EnvError{Var: tpnVar, Value: tpn,
@@ -123,7 +123,7 @@ func TaskFromEnv(getenv func(string) string) (Task, error) {
 		}
 		if n := t.NodeTasks; t.LocalID >= n {
 			return Task{}, &EnvError{Var: "SLURM_LOCALID", Value: getenv("SLURM_LOCALID"),
-				Msg: fmt.Sprintf("not below this node's %s (%s=%s)", plural.Count(n, "task", "tasks"), tpnVar, quote(tpn))}
+				Msg: fmt.Sprintf("not below this node's %s (%s=%s)", plural.Count(n, "task", "tasks"), tpnVar, Quote(tpn))}
 		}
 	}
 	if t.LocalID >= MaxTasksPerNode {
@@ -149,14 +149,14 @@ func countAt(s string, idx int) (count, nodes int, err error) {
 		num, rep := el, "1"
 		if i := strings.IndexByte(el, '('); i >= 0 {
 			if !strings.HasSuffix(el, ")") || !strings.HasPrefix(el[i+1:], "x") {
-				return 0, 0, fmt.Errorf("%s is not N or N(xR)", quote(el))
+				return 0, 0, fmt.Errorf("%s is not N or N(xR)", Quote(el))
 			}
 			num, rep = el[:i], el[i+2:len(el)-1]
 		}
 		n, err1 := parseCountNum(num)
 		r, err2 := parseCountNum(rep)
 		if err1 != nil || err2 != nil || r == 0 {
-			return 0, 0, fmt.Errorf("%s is not N or N(xR)", quote(el))
+			return 0, 0, fmt.Errorf("%s is not N or N(xR)", Quote(el))
 		}
 		if idx >= nodes && idx-nodes < r {
 			count = n

@@ -9,7 +9,7 @@ import (
 
 	"gpuprep/internal/testroot"
 	"gpuprep/lib/cpuset"
-	"gpuprep/lib/slurm"
+	"gpuprep/lib/gresconf"
 	"gpuprep/lib/textfmt"
 	"gpuprep/test/slurmharness"
 )
@@ -56,7 +56,7 @@ func TestGeneratedGresAcceptedBySlurm(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("gpuprep-gres --format slurm exit %d: %s", code, stderr)
 			}
-			want, err := slurm.ParseGresConf("generated", []byte(gres))
+			want, err := gresconf.Parse("generated", []byte(gres))
 			if err != nil {
 				t.Fatalf("generated gres.conf does not parse: %v\n%s", err, gres)
 			}

@@ -1,4 +1,4 @@
-package slurm
+package gresconf
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/slurm"
 )
 
 // MaxFilesPerLine bounds File=/MultipleFiles= expansion on one line; Slurm
@@ -31,7 +32,7 @@ func parseAutoDetect(v string) (string, string) {
 			return m, ""
 		}
 	}
-	return "", fmt.Sprintf("AutoDetect= value %s: not one of %s", quote(v), strings.Join(autoDetectModes, ", "))
+	return "", fmt.Sprintf("AutoDetect= value %s: not one of %s", slurm.Quote(v), strings.Join(autoDetectModes, ", "))
 }
 
 // parseCores reads Cores=: a CPU list of Slurm abstract core ids ("0-27",
@@ -49,7 +50,7 @@ func parseCores(v string) (cpuset.Set, error) {
 // "/dev/nvidia0,/dev/nvidia-caps/nvidia-cap[21-22]"). Every path must be
 // absolute: slurmd stats each one and dies when it is missing.
 func parseFiles(v string) ([]string, error) {
-	h, err := ParseHostlist(v)
+	h, err := slurm.ParseHostlist(v)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func parseFiles(v string) ([]string, error) {
 	files := h.Expand()
 	for _, f := range files {
 		if !strings.HasPrefix(f, "/") {
-			return nil, fmt.Errorf("%s is not an absolute path", quote(f))
+			return nil, fmt.Errorf("%s is not an absolute path", slurm.Quote(f))
 		}
 	}
 	return files, nil
@@ -90,7 +91,7 @@ func parseFlags(v string) (flags []string, warns []string, err string) {
 		}
 		lf := strings.ToLower(f)
 		if !gresFlags[lf] {
-			warns = append(warns, fmt.Sprintf("unknown flag %s, ignored by Slurm", quote(f)))
+			warns = append(warns, fmt.Sprintf("unknown flag %s, ignored by Slurm", slurm.Quote(f)))
 		}
 		has[lf] = true
 		flags = append(flags, f)
@@ -168,7 +169,7 @@ func parseCount(v string) (uint64, string) {
 	}
 	mult, ok := countSuffixes[strings.ToLower(v[i:])]
 	if !ok {
-		return 0, fmt.Sprintf("unknown suffix %s (K, M, G, T, P)", quote(v[i:]))
+		return 0, fmt.Sprintf("unknown suffix %s (K, M, G, T, P)", slurm.Quote(v[i:]))
 	}
 	hi, lo := bits.Mul64(n, mult)
 	if hi != 0 || lo >= 1<<64-2 {

@@ -1,4 +1,4 @@
-package slurm
+package gresconf
 
 import (
 	"bufio"
@@ -8,10 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"gpuprep/lib/slurm"
 	"gpuprep/lib/textfmt"
 )
 
-// FormatGresConf writes a gres.conf: each header line as a "# " comment,
+// Format writes a gres.conf: each header line as a "# " comment,
 // then "AutoDetect=<autoDetect>" (left out when autoDetect is ""), then one
 // line per device in the order given:
 //
@@ -20,31 +21,31 @@ import (
 //
 // Cores=, Links=, Count= and Flags= appear only when set (Count= only when
 // it differs from what Slurm would assume). It checks every device first
-// and writes nothing if one cannot be written so that ParseGresConf reads
+// and writes nothing if one cannot be written so that Parse reads
 // it back the same (an empty Name, a relative path, a path with '[', ']',
 // ',' or white space, Links= on a device with several files, HasCores with
-// no cores). ParseGresConf(FormatGresConf(devs)).ForNode(any) == devs.
-func FormatGresConf(w io.Writer, header []string, autoDetect string, devs []GresDevice) error {
+// no cores). Parse(Format(devs)).ForNode(any) == devs.
+func Format(w io.Writer, header []string, autoDetect string, devs []Device) error {
 	return formatGresConf(w, header, autoDetect, "", devs)
 }
 
-// FormatGresConfFor is FormatGresConf for a gres.conf that several nodes
+// FormatFor is Format for a gres.conf that several nodes
 // share (a common file, or configless Slurm, where slurmctld serves one
 // gres.conf to every node): every line starts with NodeName=<node>, the
 // AutoDetect= line too ("NodeName=<node> AutoDetect=off", which sets it for
 // those nodes only), so the files of several nodes can be concatenated.
 // node is a host name or a hostlist expression ("gpu[01-04]").
-func FormatGresConfFor(w io.Writer, header []string, autoDetect, node string, devs []GresDevice) error {
+func FormatFor(w io.Writer, header []string, autoDetect, node string, devs []Device) error {
 	if node == "" || strings.ContainsAny(node, "#\\\"= \t\r\n\v\f\x00") {
-		return fmt.Errorf("NodeName %s: want a host name or hostlist expression", quote(node))
+		return fmt.Errorf("NodeName %s: want a host name or hostlist expression", slurm.Quote(node))
 	}
-	if _, err := ParseHostlist(node); err != nil {
-		return fmt.Errorf("NodeName %s: %v", quote(node), err)
+	if _, err := slurm.ParseHostlist(node); err != nil {
+		return fmt.Errorf("NodeName %s: %v", slurm.Quote(node), err)
 	}
 	return formatGresConf(w, header, autoDetect, node, devs)
 }
 
-func formatGresConf(w io.Writer, header []string, autoDetect, node string, devs []GresDevice) error {
+func formatGresConf(w io.Writer, header []string, autoDetect, node string, devs []Device) error {
 	if autoDetect != "" {
 		if _, err := parseAutoDetect(autoDetect); err != "" {
 			return errors.New(err)
@@ -81,7 +82,7 @@ func formatGresConf(w io.Writer, header []string, autoDetect, node string, devs 
 }
 
 // formatDevice renders one device as a gres.conf line.
-func formatDevice(d GresDevice) string {
+func formatDevice(d Device) string {
 	var b strings.Builder
 	b.WriteString("Name=" + confValue(d.Name))
 	if d.Type != "" {
@@ -124,21 +125,21 @@ func confValue(s string) string {
 }
 
 // checkWritable says why a device would not read back the same.
-func checkWritable(d GresDevice) error {
+func checkWritable(d Device) error {
 	if d.Name == "" {
 		return errors.New("empty Name")
 	}
 	for _, s := range append([]string{d.Name, d.Type}, d.Flags...) {
 		if strings.ContainsAny(s, "\"\n\x00") {
-			return fmt.Errorf("value %s holds a quote, newline or NUL", quote(s))
+			return fmt.Errorf("value %s holds a quote, newline or NUL", slurm.Quote(s))
 		}
 	}
 	for _, f := range d.Flags {
 		if f == "" || strings.ContainsAny(f, ", \t\r\v\f") {
-			return fmt.Errorf("flag %s is empty or holds a comma or white space", quote(f))
+			return fmt.Errorf("flag %s is empty or holds a comma or white space", slurm.Quote(f))
 		}
 		if !gresFlags[strings.ToLower(f)] {
-			return fmt.Errorf("unknown flag %s", quote(f))
+			return fmt.Errorf("unknown flag %s", slurm.Quote(f))
 		}
 	}
 	if d.File != "" && len(d.MultipleFiles) > 0 {
@@ -149,7 +150,7 @@ func checkWritable(d GresDevice) error {
 	}
 	for _, f := range d.DeviceFiles() {
 		if !strings.HasPrefix(f, "/") || strings.ContainsAny(f, "[],#\\\" \t\r\n\v\f\x00") {
-			return fmt.Errorf("file %s is not an absolute path of plain characters", quote(f))
+			return fmt.Errorf("file %s is not an absolute path of plain characters", slurm.Quote(f))
 		}
 	}
 	if d.HasCores && d.Cores.IsEmpty() {

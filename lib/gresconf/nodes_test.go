@@ -1,4 +1,4 @@
-package slurm
+package gresconf
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestGresConfNodeNames(t *testing.T) {
-	g, err := ParseGresConf("g.conf", []byte("NodeName=a.x Name=gpu File=/dev/nvidia0\nNodeName=b[1-3] Name=gpu File=/dev/nvidia0\nNodeName=a.x Name=mps Count=10\n"))
+	g, err := Parse("g.conf", []byte("NodeName=a.x Name=gpu File=/dev/nvidia0\nNodeName=b[1-3] Name=gpu File=/dev/nvidia0\nNodeName=a.x Name=mps Count=10\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +16,7 @@ func TestGresConfNodeNames(t *testing.T) {
 	if !g.Names("b2") || !g.Names("a.x") || g.Names("a") || g.Names("b4") {
 		t.Error("Names")
 	}
-	all, _ := ParseGresConf("g.conf", []byte("Name=gpu File=/dev/nvidia0\n"))
+	all, _ := Parse("g.conf", []byte("Name=gpu File=/dev/nvidia0\n"))
 	if !all.Names("anything") || len(all.NodeNames()) != 0 {
 		t.Error("a line without NodeName= is for every node")
 	}

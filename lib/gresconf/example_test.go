@@ -1,4 +1,4 @@
-package slurm
+package gresconf
 
 import (
 	"os"
@@ -16,7 +16,7 @@ func TestDGXH100SiteFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := ParseGresConf("dgx-h100.gres.conf", data)
+	g, err := Parse("dgx-h100.gres.conf", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestDGXH100SiteFile(t *testing.T) {
 		}
 		links := []int{18, 18, 18, 18, 18, 18, 18, 18}
 		links[i] = -1
-		want := GresDevice{Name: "gpu", Type: "h100", File: "/dev/nvidia" + string(rune('0'+i)),
+		want := Device{Name: "gpu", Type: "h100", File: "/dev/nvidia" + string(rune('0'+i)),
 			Cores: wantCores, HasCores: true, Links: links, Count: 1, Line: 10 + i}
 		if !reflect.DeepEqual(d, want) {
 			t.Errorf("dgx007 gpu %d:\n got %+v\nwant %+v", i, d, want)
@@ -114,7 +114,7 @@ func TestDGXH100SiteFile(t *testing.T) {
 
 	// The same file with CRLF endings reads the same.
 	crlf := strings.ReplaceAll(string(data), "\n", "\r\n")
-	g2, err := ParseGresConf("dgx-h100.gres.conf", []byte(crlf))
+	g2, err := Parse("dgx-h100.gres.conf", []byte(crlf))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package slurm
+package gresconf
 
 import (
 	"bytes"
@@ -6,19 +6,19 @@ import (
 	"testing"
 )
 
-// FormatGresConfFor prefixes every line with NodeName=; the parser reads
+// FormatFor prefixes every line with NodeName=; the parser reads
 // the devices back for those nodes only; a bad node name is refused.
 func TestFormatGresConfFor(t *testing.T) {
-	devs := []GresDevice{{Name: "gpu", Type: "h100", File: "/dev/nvidia0", Count: 1}, {Name: "gpu", Type: "h100", File: "/dev/nvidia1", Count: 1}}
+	devs := []Device{{Name: "gpu", Type: "h100", File: "/dev/nvidia0", Count: 1}, {Name: "gpu", Type: "h100", File: "/dev/nvidia1", Count: 1}}
 	var b bytes.Buffer
-	if err := FormatGresConfFor(&b, []string{"hdr"}, "off", "dgx[01-02]", devs); err != nil {
+	if err := FormatFor(&b, []string{"hdr"}, "off", "dgx[01-02]", devs); err != nil {
 		t.Fatal(err)
 	}
 	want := "# hdr\nNodeName=dgx[01-02] AutoDetect=off\nNodeName=dgx[01-02] Name=gpu Type=h100 File=/dev/nvidia0\nNodeName=dgx[01-02] Name=gpu Type=h100 File=/dev/nvidia1\n"
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
-	c, err := ParseGresConf("g", b.Bytes())
+	c, err := Parse("g", b.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestFormatGresConfFor(t *testing.T) {
 		t.Errorf("AutoDetect: %q %v global %q", ad, err, c.AutoDetect)
 	}
 	for _, bad := range []string{"", "a b", "n#1", "x=y", "dgx[02-01]"} {
-		if err := FormatGresConfFor(&b, nil, "off", bad, devs); err == nil || !strings.Contains(err.Error(), "NodeName") {
+		if err := FormatFor(&b, nil, "off", bad, devs); err == nil || !strings.Contains(err.Error(), "NodeName") {
 			t.Errorf("node %q: %v", bad, err)
 		}
 	}
@@ -40,7 +40,7 @@ func TestFormatGresConfFor(t *testing.T) {
 
 // A count in a message agrees with its noun.
 func TestCountMismatchPlural(t *testing.T) {
-	_, err := ParseGresConf("g", []byte("Name=gpu File=/dev/nvidia0 Count=2\n"))
+	_, err := Parse("g", []byte("Name=gpu File=/dev/nvidia0 Count=2\n"))
 	if err == nil || !strings.Contains(err.Error(), "does not match the 1 file of File=") {
 		t.Errorf("%v", err)
 	}

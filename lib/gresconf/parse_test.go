@@ -1,4 +1,4 @@
-package slurm
+package gresconf
 
 import (
 	"errors"
@@ -9,77 +9,77 @@ import (
 	"gpuprep/lib/cpuset"
 )
 
-func mustParse(t *testing.T, text string) *GresConf {
+func mustParse(t *testing.T, text string) *Conf {
 	t.Helper()
-	g, err := ParseGresConf("gres.conf", []byte(text))
+	g, err := Parse("gres.conf", []byte(text))
 	if err != nil {
-		t.Fatalf("ParseGresConf(%q): %v", text, err)
+		t.Fatalf("Parse(%q): %v", text, err)
 	}
 	return g
 }
 
 func TestParseGresConfForms(t *testing.T) {
-	gpu := func(file string) GresDevice {
-		return GresDevice{Name: "gpu", File: file, Count: 1, Line: 1}
+	gpu := func(file string) Device {
+		return Device{Name: "gpu", File: file, Count: 1, Line: 1}
 	}
 	tests := []struct {
 		name string
 		text string
-		want []GresDevice
+		want []Device
 	}{
-		{"one file", "Name=gpu File=/dev/nvidia0", []GresDevice{gpu("/dev/nvidia0")}},
+		{"one file", "Name=gpu File=/dev/nvidia0", []Device{gpu("/dev/nvidia0")}},
 		{"range", "Name=gpu File=/dev/nvidia[0-2]",
-			[]GresDevice{gpu("/dev/nvidia0"), gpu("/dev/nvidia1"), gpu("/dev/nvidia2")}},
+			[]Device{gpu("/dev/nvidia0"), gpu("/dev/nvidia1"), gpu("/dev/nvidia2")}},
 		{"range list", "Name=gpu File=/dev/nvidia[0,2-3]",
-			[]GresDevice{gpu("/dev/nvidia0"), gpu("/dev/nvidia2"), gpu("/dev/nvidia3")}},
+			[]Device{gpu("/dev/nvidia0"), gpu("/dev/nvidia2"), gpu("/dev/nvidia3")}},
 		{"comma list", "Name=gpu File=/dev/nvidia0,/dev/nvidia3",
-			[]GresDevice{gpu("/dev/nvidia0"), gpu("/dev/nvidia3")}},
-		{"Files alias", "Name=gpu Files=/dev/nvidia1", []GresDevice{gpu("/dev/nvidia1")}},
-		{"keys any case", "NAME=gpu fIlE=/dev/nvidia0", []GresDevice{gpu("/dev/nvidia0")}},
-		{"comment after value", "Name=gpu File=/dev/nvidia0 # the first one", []GresDevice{gpu("/dev/nvidia0")}},
-		{"comment glued to value", "Name=gpu File=/dev/nvidia0#x", []GresDevice{gpu("/dev/nvidia0")}},
-		{"spaces around =", "Name = gpu File= /dev/nvidia0", []GresDevice{gpu("/dev/nvidia0")}},
-		{"tabs", "Name=gpu\tFile=/dev/nvidia0\t", []GresDevice{gpu("/dev/nvidia0")}},
+			[]Device{gpu("/dev/nvidia0"), gpu("/dev/nvidia3")}},
+		{"Files alias", "Name=gpu Files=/dev/nvidia1", []Device{gpu("/dev/nvidia1")}},
+		{"keys any case", "NAME=gpu fIlE=/dev/nvidia0", []Device{gpu("/dev/nvidia0")}},
+		{"comment after value", "Name=gpu File=/dev/nvidia0 # the first one", []Device{gpu("/dev/nvidia0")}},
+		{"comment glued to value", "Name=gpu File=/dev/nvidia0#x", []Device{gpu("/dev/nvidia0")}},
+		{"spaces around =", "Name = gpu File= /dev/nvidia0", []Device{gpu("/dev/nvidia0")}},
+		{"tabs", "Name=gpu\tFile=/dev/nvidia0\t", []Device{gpu("/dev/nvidia0")}},
 		{"type and cores", "Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-3,8-11",
-			[]GresDevice{{Name: "gpu", Type: "h100", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-3,8-11"), HasCores: true, Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", Type: "h100", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-3,8-11"), HasCores: true, Count: 1, Line: 1}}},
 		{"range shares type and cores", "Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-7",
-			[]GresDevice{
+			[]Device{
 				{Name: "gpu", Type: "a100", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-7"), HasCores: true, Count: 1, Line: 1},
 				{Name: "gpu", Type: "a100", File: "/dev/nvidia1", Cores: cpuset.MustParse("0-7"), HasCores: true, Count: 1, Line: 1}}},
 		{"links", "Name=gpu File=/dev/nvidia1 Links=18,-1,0,2",
-			[]GresDevice{{Name: "gpu", File: "/dev/nvidia1", Links: []int{18, -1, 0, 2}, Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", File: "/dev/nvidia1", Links: []int{18, -1, 0, 2}, Count: 1, Line: 1}}},
 		{"Link alias", "Name=gpu File=/dev/nvidia0 Link=-1,4",
-			[]GresDevice{{Name: "gpu", File: "/dev/nvidia0", Links: []int{-1, 4}, Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", File: "/dev/nvidia0", Links: []int{-1, 4}, Count: 1, Line: 1}}},
 		{"multiple files", "Name=gpu Type=a100_3g.20gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22 Cores=0-15",
-			[]GresDevice{{Name: "gpu", Type: "a100_3g.20gb", MultipleFiles: []string{"/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap21", "/dev/nvidia-caps/nvidia-cap22"},
+			[]Device{{Name: "gpu", Type: "a100_3g.20gb", MultipleFiles: []string{"/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap21", "/dev/nvidia-caps/nvidia-cap22"},
 				Cores: cpuset.MustParse("0-15"), HasCores: true, Count: 1, Line: 1}}},
 		{"multiple files with brackets", "Name=gpu MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap[147-148]",
-			[]GresDevice{{Name: "gpu", MultipleFiles: []string{"/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap147", "/dev/nvidia-caps/nvidia-cap148"}, Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", MultipleFiles: []string{"/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap147", "/dev/nvidia-caps/nvidia-cap148"}, Count: 1, Line: 1}}},
 		{"count only", "Name=bandwidth Type=lustre Count=4G Flags=CountOnly",
-			[]GresDevice{{Name: "bandwidth", Type: "lustre", Count: 4 << 30, Flags: []string{"CountOnly"}, Line: 1}}},
-		{"count suffixes", "Name=x Count=2KB", []GresDevice{{Name: "x", Count: 2000, Line: 1}}},
-		{"count kib", "Name=x Count=3kib", []GresDevice{{Name: "x", Count: 3072, Line: 1}}},
+			[]Device{{Name: "bandwidth", Type: "lustre", Count: 4 << 30, Flags: []string{"CountOnly"}, Line: 1}}},
+		{"count suffixes", "Name=x Count=2KB", []Device{{Name: "x", Count: 2000, Line: 1}}},
+		{"count kib", "Name=x Count=3kib", []Device{{Name: "x", Count: 3072, Line: 1}}},
 		{"count matching files", "Name=gpu File=/dev/nvidia[0-1] Count=2",
-			[]GresDevice{gpu("/dev/nvidia0"), gpu("/dev/nvidia1")}},
+			[]Device{gpu("/dev/nvidia0"), gpu("/dev/nvidia1")}},
 		{"mps count split over files", "Name=mps Count=200 File=/dev/nvidia[0-1]",
-			[]GresDevice{{Name: "mps", File: "/dev/nvidia0", Count: 100, Line: 1}, {Name: "mps", File: "/dev/nvidia1", Count: 100, Line: 1}}},
+			[]Device{{Name: "mps", File: "/dev/nvidia0", Count: 100, Line: 1}, {Name: "mps", File: "/dev/nvidia1", Count: 100, Line: 1}}},
 		{"shard", "Name=shard Count=8 File=/dev/nvidia0",
-			[]GresDevice{{Name: "shard", File: "/dev/nvidia0", Count: 8, Line: 1}}},
+			[]Device{{Name: "shard", File: "/dev/nvidia0", Count: 8, Line: 1}}},
 		{"flags", "Name=gpu File=/dev/nvidia0 Flags=nvidia_gpu_env,opencl_env",
-			[]GresDevice{{Name: "gpu", File: "/dev/nvidia0", Count: 1, Flags: []string{"nvidia_gpu_env", "opencl_env"}, Line: 1}}},
+			[]Device{{Name: "gpu", File: "/dev/nvidia0", Count: 1, Flags: []string{"nvidia_gpu_env", "opencl_env"}, Line: 1}}},
 		{"quoted value", `Name=gpu Type="big gpu" File=/dev/nvidia0`,
-			[]GresDevice{{Name: "gpu", Type: "big gpu", File: "/dev/nvidia0", Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", Type: "big gpu", File: "/dev/nvidia0", Count: 1, Line: 1}}},
 		{"escaped hash", `Name=gpu Type=a\#b File=/dev/nvidia0`,
-			[]GresDevice{{Name: "gpu", Type: "a#b", File: "/dev/nvidia0", Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", Type: "a#b", File: "/dev/nvidia0", Count: 1, Line: 1}}},
 		{"continuation", "Name=gpu \\\n  File=/dev/nvidia0 \\\n  Cores=0-1",
-			[]GresDevice{{Name: "gpu", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-1"), HasCores: true, Count: 1, Line: 1}}},
-		{"continuation with trailing space", "Name=gpu \\   \nFile=/dev/nvidia0", []GresDevice{gpu("/dev/nvidia0")}},
-		{"CRLF", "Name=gpu File=/dev/nvidia0\r\n", []GresDevice{gpu("/dev/nvidia0")}},
-		{"CRLF continuation", "Name=gpu \\\r\nFile=/dev/nvidia0\r\n", []GresDevice{gpu("/dev/nvidia0")}},
+			[]Device{{Name: "gpu", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-1"), HasCores: true, Count: 1, Line: 1}}},
+		{"continuation with trailing space", "Name=gpu \\   \nFile=/dev/nvidia0", []Device{gpu("/dev/nvidia0")}},
+		{"CRLF", "Name=gpu File=/dev/nvidia0\r\n", []Device{gpu("/dev/nvidia0")}},
+		{"CRLF continuation", "Name=gpu \\\r\nFile=/dev/nvidia0\r\n", []Device{gpu("/dev/nvidia0")}},
 		{"blank and space-only lines", "\n   \n\t\nName=gpu File=/dev/nvidia0\n\n",
-			[]GresDevice{{Name: "gpu", File: "/dev/nvidia0", Count: 1, Line: 4}}},
+			[]Device{{Name: "gpu", File: "/dev/nvidia0", Count: 1, Line: 4}}},
 		{"cpus alias", "Name=gpu File=/dev/nvidia0 CPUs=0-1",
-			[]GresDevice{{Name: "gpu", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-1"), HasCores: true, Count: 1, Line: 1}}},
+			[]Device{{Name: "gpu", File: "/dev/nvidia0", Cores: cpuset.MustParse("0-1"), HasCores: true, Count: 1, Line: 1}}},
 		{"empty file", "", nil},
 		{"only comments", "# nothing\n   # here\n", nil},
 	}
@@ -191,17 +191,17 @@ func TestParseGresConfBad(t *testing.T) {
 		{`NodeName="" Name=gpu`, "gres.conf:1: NodeName= value is empty"},
 	}
 	for _, tt := range tests {
-		_, err := ParseGresConf("gres.conf", []byte(tt.text))
+		_, err := Parse("gres.conf", []byte(tt.text))
 		if err == nil {
-			t.Errorf("ParseGresConf(%q): no error, want %q", tt.text, tt.want)
+			t.Errorf("Parse(%q): no error, want %q", tt.text, tt.want)
 			continue
 		}
 		if err.Error() != tt.want {
-			t.Errorf("ParseGresConf(%q):\n got %s\nwant %s", tt.text, err, tt.want)
+			t.Errorf("Parse(%q):\n got %s\nwant %s", tt.text, err, tt.want)
 		}
 		var pe ParseError
 		if !errors.As(err, &pe) || pe.File != "gres.conf" || pe.Line == 0 {
-			t.Errorf("ParseGresConf(%q): error %#v is not a ParseError with a line", tt.text, err)
+			t.Errorf("Parse(%q): error %#v is not a ParseError with a line", tt.text, err)
 		}
 	}
 }
@@ -231,7 +231,7 @@ func TestParseGresConfWarnings(t *testing.T) {
 			found = found || w == tt.want
 		}
 		if !found {
-			t.Errorf("ParseGresConf(%q) warnings %q, want %q", tt.text, got, tt.want)
+			t.Errorf("Parse(%q) warnings %q, want %q", tt.text, got, tt.want)
 		}
 	}
 }
@@ -255,12 +255,12 @@ func TestParseGresConfSlurmQuirks(t *testing.T) {
 		t.Errorf("even backslashes: %+v", g.Lines)
 	}
 	// Errors carry the first physical line of a continued line.
-	_, err := ParseGresConf("g", []byte("\nName=gpu \\\n  Links=1,x\n"))
+	_, err := Parse("g", []byte("\nName=gpu \\\n  Links=1,x\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "g:2: ") {
 		t.Errorf("continued line error %v, want line 2", err)
 	}
 	// Later lines count physical lines.
-	_, err = ParseGresConf("g", []byte("Name=gpu \\\n File=/dev/nvidia0\nName=gpu Colour=1\n"))
+	_, err = Parse("g", []byte("Name=gpu \\\n File=/dev/nvidia0\nName=gpu Colour=1\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "g:3: ") {
 		t.Errorf("error after a continued line %v, want line 3", err)
 	}
@@ -283,8 +283,15 @@ func TestParseGresConfSlurmQuirks(t *testing.T) {
 }
 
 func TestParseGresConfErrorFileName(t *testing.T) {
-	_, err := ParseGresConf("/etc/slurm/gres.conf", []byte("\n\n\n\n\n\n\n\n\n\n\nName=gpu File=/dev/nvidia0 Links=1,x\n"))
+	_, err := Parse("/etc/slurm/gres.conf", []byte("\n\n\n\n\n\n\n\n\n\n\nName=gpu File=/dev/nvidia0 Links=1,x\n"))
 	if err == nil || err.Error() != `/etc/slurm/gres.conf:12: Links= value "1,x": not a number` {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestParseErrorText: a problem of the whole file names no line.
+func TestParseErrorText(t *testing.T) {
+	if got := (ParseError{File: "gres.conf", Msg: "empty"}).Error(); got != "gres.conf: empty" {
+		t.Errorf("line 0: %q", got)
 	}
 }

@@ -1,30 +1,43 @@
-package slurm
+// Package gresconf is Slurm's gres.conf: its model (gresconf.go), a
+// parser (lex.go: comments, continuations and escapes; parse.go: the
+// lines and their keys; values.go: each key's values) and a writer
+// (write.go) whose output the parser reads back the same. gpuprep-gres
+// writes and checks gres.conf with it (lib/gresgen), and the hooks read
+// which GPUs SLURM_JOB_GPUS names from its File= order (lib/hook).
+//
+// The rules follow Slurm 22.05 (src/common/parse_config.c,
+// src/common/gres.c and gres.conf(5)); hostlists are lib/slurm's. Where
+// this package is stricter than Slurm, the doc comment says so. Nothing
+// here panics on any input: every error is one line naming the file and
+// line.
+package gresconf
 
 import (
 	"fmt"
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/slurm"
 )
 
-// GresConf is a parsed gres.conf.
-type GresConf struct {
-	// File is the name given to ParseGresConf, used in messages.
+// Conf is a parsed gres.conf.
+type Conf struct {
+	// File is the name given to Parse, used in messages.
 	File string
 	// AutoDetect is the global AutoDetect= (a line of its own), lower case:
 	// "off", "nvml", "rsmi", "oneapi", "nrt", "nvidia"; "" when absent.
 	AutoDetect string
 	// Lines are the Name= and NodeName= lines in file order.
-	Lines []GresLine
+	Lines []Line
 	// Warnings are things Slurm accepts but that are probably not meant
 	// (CPUs= for Cores=, a key given twice, a continuation at end of file).
 	Warnings []ParseError
 }
 
-// GresLine is one logical line of gres.conf that starts with Name= or
+// Line is one logical line of gres.conf that starts with Name= or
 // NodeName=. Values are as written, except that File= and MultipleFiles=
 // are expanded and Count is the effective count.
-type GresLine struct {
+type Line struct {
 	LineNo int // first physical line (after continuations are joined)
 
 	// NodeName is the NodeName= hostlist expression; "" for a line that
@@ -60,9 +73,9 @@ type GresLine struct {
 	Flags []string // Flags=, split at commas, as written
 }
 
-// GresDevice is one GRES record on one node: what a line means once File=
+// Device is one GRES record on one node: what a line means once File=
 // ranges are split into one record per file.
-type GresDevice struct {
+type Device struct {
 	Name, Type string
 	// File is the device file; "" for a MultipleFiles device or a line
 	// without files.
@@ -83,7 +96,7 @@ type GresDevice struct {
 }
 
 // DeviceFiles lists the device's files: File, or MultipleFiles.
-func (d GresDevice) DeviceFiles() []string {
+func (d Device) DeviceFiles() []string {
 	if d.File != "" {
 		return []string{d.File}
 	}
@@ -98,11 +111,11 @@ func IsShared(name string) bool {
 
 // AppliesTo says whether the line is for the node named host: a line without
 // NodeName= applies to every node.
-func (l GresLine) AppliesTo(host string) bool {
+func (l Line) AppliesTo(host string) bool {
 	if l.NodeName == "" {
 		return true
 	}
-	h, err := ParseHostlist(l.NodeName)
+	h, err := slurm.ParseHostlist(l.NodeName)
 	return err == nil && h.Contains(host)
 }
 
@@ -112,8 +125,8 @@ func (l GresLine) AppliesTo(host string) bool {
 // Slurm itself collects global Name= lines before NodeName= lines and
 // then sorts GPUs by File and by the position of -1 in Links (PCI order);
 // callers that compare with slurmd -G should match by File, not position.
-func (g *GresConf) ForNode(host string) []GresDevice {
-	var out []GresDevice
+func (g *Conf) ForNode(host string) []Device {
+	var out []Device
 	for _, l := range g.Lines {
 		if l.Name == "" || !l.AppliesTo(host) {
 			continue
@@ -125,7 +138,7 @@ func (g *GresConf) ForNode(host string) []GresDevice {
 
 // NodeNames lists the distinct NodeName= values of the file's lines, as
 // written, in file order.
-func (g *GresConf) NodeNames() []string {
+func (g *Conf) NodeNames() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, l := range g.Lines {
@@ -139,7 +152,7 @@ func (g *GresConf) NodeNames() []string {
 
 // Names says whether any line is for the node named host: a line without
 // NodeName=, or one whose NodeName= host list contains host.
-func (g *GresConf) Names(host string) bool {
+func (g *Conf) Names(host string) bool {
 	for _, l := range g.Lines {
 		if l.AppliesTo(host) {
 			return true
@@ -149,8 +162,8 @@ func (g *GresConf) Names(host string) bool {
 }
 
 // Devices expands the line into its records regardless of NodeName.
-func (l GresLine) Devices() []GresDevice {
-	base := GresDevice{
+func (l Line) Devices() []Device {
+	base := Device{
 		Name: l.Name, Type: l.Type,
 		Cores: l.Cores, HasCores: l.HasCores,
 		Links: cloneInts(l.Links), Count: l.Count,
@@ -163,9 +176,9 @@ func (l GresLine) Devices() []GresDevice {
 		if !IsShared(l.Name) {
 			d.Count = 1
 		}
-		return []GresDevice{d}
+		return []Device{d}
 	case len(l.Files) > 0:
-		out := make([]GresDevice, 0, len(l.Files))
+		out := make([]Device, 0, len(l.Files))
 		per := uint64(1)
 		if IsShared(l.Name) {
 			per = l.Count / uint64(len(l.Files))
@@ -180,7 +193,7 @@ func (l GresLine) Devices() []GresDevice {
 		}
 		return out
 	default:
-		return []GresDevice{base}
+		return []Device{base}
 	}
 }
 
@@ -188,7 +201,7 @@ func (l GresLine) Devices() []GresDevice {
 // AutoDetect= on a NodeName= line that matches host wins over the global
 // one; "" when neither is set. As in Slurm, two node-local values for the
 // same node that differ are an error.
-func (g *GresConf) AutoDetectFor(host string) (string, error) {
+func (g *Conf) AutoDetectFor(host string) (string, error) {
 	local, at := "", 0
 	for _, l := range g.Lines {
 		if l.AutoDetect == "" || l.NodeName == "" || !l.AppliesTo(host) {

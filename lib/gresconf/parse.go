@@ -1,10 +1,11 @@
-package slurm
+package gresconf
 
 import (
 	"fmt"
 	"strings"
 
 	"gpuprep/lib/plural"
+	"gpuprep/lib/slurm"
 )
 
 // gresKeys are the keys a Name= or NodeName= line may hold after its first
@@ -25,16 +26,16 @@ var gresKeys = map[string]string{
 	"type":          "Type",
 }
 
-// ParseGresConf parses gres.conf text. name is used in messages as given
+// Parse parses gres.conf text. name is used in messages as given
 // ("gres.conf:12: ..."). It returns the first error; things Slurm accepts
 // but that look wrong are in the result's Warnings.
 //
 // The rules are Slurm 22.05's: keys are case-insensitive; each line starts
 // with NodeName=, Name= or AutoDetect= (a global AutoDetect= stands alone on
 // its line); values are case-sensitive. See the value parsers in
-// gresconf_values.go for what each key accepts.
-func ParseGresConf(name string, data []byte) (*GresConf, error) {
-	g := &GresConf{File: name}
+// values.go for what each key accepts.
+func Parse(name string, data []byte) (*Conf, error) {
+	g := &Conf{File: name}
 	lines, warn, perr := logicalLines(data)
 	if perr != nil {
 		perr.File = name
@@ -55,7 +56,7 @@ func ParseGresConf(name string, data []byte) (*GresConf, error) {
 }
 
 type gresParser struct {
-	g  *GresConf
+	g  *Conf
 	no int
 }
 
@@ -116,10 +117,10 @@ func isInclude(text string) bool {
 	return len(text) > 7 && strings.EqualFold(text[:7], "include") && isSpace(text[7])
 }
 
-// gresLine builds a GresLine from a line whose first key is Name= or
+// gresLine builds a Line from a line whose first key is Name= or
 // NodeName=, checking values in the order gres.c's _parse_gres_config does.
-func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
-	l := GresLine{LineNo: p.no}
+func (p *gresParser) gresLine(kvs []keyValue) (Line, string) {
+	l := Line{LineNo: p.no}
 	vals := map[string]string{} // canonical key -> value
 	first := strings.ToLower(kvs[0].key)
 	if err := p.gresFirstKey(&l, vals, first, kvs[0].value); err != "" {
@@ -146,7 +147,7 @@ func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
 	}
 	l.Name = name
 	l.Type = vals["Type"]
-	for _, step := range []func(*GresLine, map[string]string) string{
+	for _, step := range []func(*Line, map[string]string) string{
 		p.gresCores, p.gresFiles, p.gresMultipleFiles, p.gresFlags, p.gresLinks, p.gresCount,
 	} {
 		if err := step(&l, vals); err != "" {
@@ -158,17 +159,17 @@ func (p *gresParser) gresLine(kvs []keyValue) (GresLine, string) {
 
 // gresFirstKey takes the line's first key: NodeName= into l, checked as a
 // hostlist, or Name= into vals.
-func (p *gresParser) gresFirstKey(l *GresLine, vals map[string]string, first, value string) string {
+func (p *gresParser) gresFirstKey(l *Line, vals map[string]string, first, value string) string {
 	if first != "nodename" {
 		vals["Name"] = value
 		if strings.Contains(value, "=") {
-			p.warn("Name= value %s holds '=': is a space missing before a continuation backslash?", quote(value))
+			p.warn("Name= value %s holds '=': is a space missing before a continuation backslash?", slurm.Quote(value))
 		}
 		return ""
 	}
-	h, err := ParseHostlist(value)
+	h, err := slurm.ParseHostlist(value)
 	if err != nil {
-		return fmt.Sprintf("NodeName= value %s: %v", quote(value), err)
+		return fmt.Sprintf("NodeName= value %s: %v", slurm.Quote(value), err)
 	}
 	if h.Len() == 0 {
 		return "NodeName= value is empty"
@@ -191,7 +192,7 @@ func (p *gresParser) gresKeyValues(vals map[string]string, first string, kvs []k
 			return fmt.Sprintf("unknown key %s=", kv.key)
 		}
 		if strings.Contains(kv.value, "=") {
-			p.warn("%s= value %s holds '=': is a space missing before a continuation backslash?", canon, quote(kv.value))
+			p.warn("%s= value %s holds '=': is a space missing before a continuation backslash?", canon, slurm.Quote(kv.value))
 		}
 		if old, dup := vals[canon]; dup {
 			if canon == "Name" && first == "name" {
@@ -219,7 +220,7 @@ func (p *gresParser) pick(vals map[string]string, main, alias string) (key, valu
 }
 
 // gresAutoDetect checks AutoDetect=, set on l only on a NodeName= line.
-func (p *gresParser) gresAutoDetect(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresAutoDetect(l *Line, vals map[string]string) string {
 	v, ok := vals["AutoDetect"]
 	if !ok {
 		return ""
@@ -237,7 +238,7 @@ func (p *gresParser) gresAutoDetect(l *GresLine, vals map[string]string) string 
 }
 
 // gresCores parses Cores= (or its old name CPUs=) into l.
-func (p *gresParser) gresCores(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresCores(l *Line, vals map[string]string) string {
 	key, v, ok := p.pick(vals, "Cores", "CPUs")
 	if !ok {
 		return ""
@@ -247,21 +248,21 @@ func (p *gresParser) gresCores(l *GresLine, vals map[string]string) string {
 	}
 	set, err := parseCores(v)
 	if err != nil {
-		return fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+		return fmt.Sprintf("%s= value %s: %v", key, slurm.Quote(v), err)
 	}
 	l.Cores, l.HasCores = set, true
 	return ""
 }
 
 // gresFiles parses File= (or Files=) into l.
-func (p *gresParser) gresFiles(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresFiles(l *Line, vals map[string]string) string {
 	key, v, ok := p.pick(vals, "File", "Files")
 	if !ok {
 		return ""
 	}
 	files, err := parseFiles(v)
 	if err != nil {
-		return fmt.Sprintf("%s= value %s: %v", key, quote(v), err)
+		return fmt.Sprintf("%s= value %s: %v", key, slurm.Quote(v), err)
 	}
 	l.Files = files
 	return ""
@@ -269,7 +270,7 @@ func (p *gresParser) gresFiles(l *GresLine, vals map[string]string) string {
 
 // gresMultipleFiles parses MultipleFiles= into l: at least two files, and
 // never with File=.
-func (p *gresParser) gresMultipleFiles(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresMultipleFiles(l *Line, vals map[string]string) string {
 	v, ok := vals["MultipleFiles"]
 	if !ok {
 		return ""
@@ -279,41 +280,41 @@ func (p *gresParser) gresMultipleFiles(l *GresLine, vals map[string]string) stri
 	}
 	files, err := parseFiles(v)
 	if err != nil {
-		return fmt.Sprintf("MultipleFiles= value %s: %v", quote(v), err)
+		return fmt.Sprintf("MultipleFiles= value %s: %v", slurm.Quote(v), err)
 	}
 	if len(files) < 2 {
-		return fmt.Sprintf("MultipleFiles= value %s names one file; use File=", quote(v))
+		return fmt.Sprintf("MultipleFiles= value %s names one file; use File=", slurm.Quote(v))
 	}
 	l.MultipleFiles = files
 	return ""
 }
 
 // gresFlags parses Flags= into l.
-func (p *gresParser) gresFlags(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresFlags(l *Line, vals map[string]string) string {
 	v, ok := vals["Flags"]
 	if !ok {
 		return ""
 	}
 	flags, warns, err := parseFlags(v)
 	if err != "" {
-		return fmt.Sprintf("Flags= value %s: %s", quote(v), err)
+		return fmt.Sprintf("Flags= value %s: %s", slurm.Quote(v), err)
 	}
 	for _, w := range warns {
-		p.warn("Flags= value %s: %s", quote(v), w)
+		p.warn("Flags= value %s: %s", slurm.Quote(v), w)
 	}
 	l.Flags = flags
 	return ""
 }
 
 // gresLinks parses Links= (or Link=) into l.
-func (p *gresParser) gresLinks(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresLinks(l *Line, vals map[string]string) string {
 	key, v, ok := p.pick(vals, "Links", "Link")
 	if !ok {
 		return ""
 	}
 	links, err := parseLinks(v)
 	if err != "" {
-		return fmt.Sprintf("%s= value %s: %s", key, quote(v), err)
+		return fmt.Sprintf("%s= value %s: %s", key, slurm.Quote(v), err)
 	}
 	l.Links = links
 	return ""
@@ -321,7 +322,7 @@ func (p *gresParser) gresLinks(l *GresLine, vals map[string]string) string {
 
 // gresCount sets l's Count: Count= where given, checked against the files,
 // else one per file of File=, else 1.
-func (p *gresParser) gresCount(l *GresLine, vals map[string]string) string {
+func (p *gresParser) gresCount(l *Line, vals map[string]string) string {
 	shared := IsShared(l.Name)
 	switch {
 	case l.MultipleFiles != nil:
@@ -337,7 +338,7 @@ func (p *gresParser) gresCount(l *GresLine, vals map[string]string) string {
 	}
 	n, err := parseCount(v)
 	if err != "" {
-		return fmt.Sprintf("Count= value %s: %s", quote(v), err)
+		return fmt.Sprintf("Count= value %s: %s", slurm.Quote(v), err)
 	}
 	if (l.Files != nil || l.MultipleFiles != nil) && n != l.Count && !shared {
 		if l.MultipleFiles != nil {
@@ -354,7 +355,7 @@ func (p *gresParser) gresCount(l *GresLine, vals map[string]string) string {
 
 // checkGresLinks refuses Links= on a line of more than one device: Links=
 // describes one.
-func checkGresLinks(l *GresLine) string {
+func checkGresLinks(l *Line) string {
 	if l.Links == nil {
 		return ""
 	}

@@ -1,8 +1,10 @@
-package slurm
+package gresconf
 
 import (
 	"fmt"
 	"strings"
+
+	"gpuprep/lib/slurm"
 )
 
 // logicalLine is one line of a Slurm config file after comments are cut,
@@ -49,7 +51,7 @@ func logicalLines(data []byte) (lines []logicalLine, warn []ParseError, err *Par
 			start = no
 			cur.Reset()
 		}
-		phys = stripComment(phys)
+		phys = slurm.StripComment(phys)
 		body, cont := stripContinuation(phys)
 		cur.WriteString(body)
 		pending = cont
@@ -58,26 +60,6 @@ func logicalLines(data []byte) (lines []logicalLine, warn []ParseError, err *Par
 		}
 	}
 	return lines, warn, nil
-}
-
-// stripComment cuts the line at the first '#' preceded by an even number of
-// backslashes.
-func stripComment(s string) string {
-	bs := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '#':
-			if bs%2 == 0 {
-				return s[:i]
-			}
-			bs = 0
-		case '\\':
-			bs++
-		default:
-			bs = 0
-		}
-	}
-	return s
 }
 
 // stripContinuation reports whether s ends in an odd run of backslashes
@@ -158,7 +140,7 @@ func splitKeyValues(s string) ([]keyValue, string) {
 			j++
 		}
 		if key == "" || j >= len(s) || s[j] != '=' {
-			return out, fmt.Sprintf("unexpected text %s", quote(strings.TrimRightFunc(s[k:], isSpaceRune)))
+			return out, fmt.Sprintf("unexpected text %s", slurm.Quote(strings.TrimRightFunc(s[k:], isSpaceRune)))
 		}
 		j++
 		for j < len(s) && isSpace(s[j]) {
