@@ -15,15 +15,11 @@ import (
 // from /proc/driver/nvidia, MIG devices with their GI and CI ids); cfg and
 // version the prolog's configuration and cmdenv.Version. It costs no I/O.
 func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Device, set Settings, version string) (bool, string) {
-	switch {
-	case errors.Is(loadErr, ErrMissing):
+	switch p := loadProblem(loadErr); {
+	case p == "missing", p == "" && old == nil:
 		return true, "missing"
-	case errors.Is(loadErr, ErrStale):
-		return true, "stale: " + loadErr.Error()
-	case loadErr != nil:
-		return true, "unreadable: " + loadErr.Error()
-	case old == nil:
-		return true, "missing"
+	case p != "":
+		return true, p + ": " + loadErr.Error()
 	case old.Version != Version:
 		return true, fmt.Sprintf("format version %d, now %d", old.Version, Version)
 	case old.BootID != bootID:
@@ -45,6 +41,22 @@ func NeedsWrite(old *Description, loadErr error, bootID string, devs []gpu.Devic
 		return true, "[nccl] changed"
 	}
 	return false, ""
+}
+
+// loadProblem is what Load's error err says of the description, in one
+// word: "missing" (ErrMissing), "stale" (ErrStale: it cannot be trusted)
+// or "unreadable" (any other error); "" for no error. NeedsWrite says it in
+// the prolog's log, whyNot in srunwrap's --explain.
+func loadProblem(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrMissing):
+		return "missing"
+	case errors.Is(err, ErrStale):
+		return "stale"
+	}
+	return "unreadable"
 }
 
 // gpusDiffer says how the described GPUs differ from devs: their number,

@@ -31,7 +31,7 @@ import (
 // Path is where the description lives, a node path under a host.Root.
 const Path = "/run/gpuprep/node-description"
 
-// NoticeDir holds the per-job notices, <jobid>.json each.
+// NoticeDir holds the per-job notices, one file named <jobid> each.
 const NoticeDir = "/run/gpuprep/jobs"
 
 // Version is the description's format version; a file of another version

@@ -13,7 +13,7 @@ import (
 // ForTask is srunwrap's way to the node: the description (Load), else, when
 // it is missing, stale or unreadable, topo.Discover over sysfs with the
 // procfs GPU backend (no NVML; MIG devices then have no UUIDs). source says
-// which, for --explain: "/run/gpuprep/node-description.json (boot <id>)" or
+// which, for --explain: "/run/gpuprep/node-description (boot <id>)" or
 // "sysfs (no node description at /run/gpuprep/node-description)". d is nil on the fallback: the caller
 // then loads the TOML configuration itself. Either way node has no CPUs
 // list (Node.CPUs), as in the description; Cores and NUMA hold the CPUs.
@@ -36,22 +36,22 @@ func ForTask(r host.Root) (node *topo.Node, d *Description, source string, err e
 	return &kept.Node, nil, source, nil
 }
 
-// whyNot says in a few words why the description is not used.
+// whyNot says in a few words why the description is not used: the
+// missing file, why it is stale, or the error reading it.
 func whyNot(err error) string {
-	switch {
-	case errors.Is(err, ErrMissing):
+	msg, p := err.Error(), loadProblem(err)
+	switch p {
+	case "missing":
 		var m *missingError
 		if errors.As(err, &m) {
 			return "no node description at " + m.path
 		}
-		return err.Error()
-	case errors.Is(err, ErrStale):
+		return msg
+	case "stale":
 		// "<file>: node description stale: <why>": the why is enough.
-		msg := err.Error()
 		if _, why, ok := strings.Cut(msg, ErrStale.Error()+": "); ok {
 			msg = why
 		}
-		return "description stale: " + msg
 	}
-	return "description unreadable: " + err.Error()
+	return "description " + p + ": " + msg
 }
