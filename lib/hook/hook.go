@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"gpuprep/lib/config"
@@ -26,6 +25,7 @@ import (
 	"gpuprep/lib/isolate"
 	"gpuprep/lib/isolate/cgwriter"
 	"gpuprep/lib/knob"
+	"gpuprep/lib/plan"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -182,12 +182,6 @@ func checkDeadline(ctx context.Context, what string) error {
 	return nil
 }
 
-// about says what went wrong with a knob without naming it twice: knob
-// errors start with the knob's ID already.
-func about(id fmt.Stringer, err error) string {
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, id.String()+": "); ok {
-		msg = rest
-	}
-	return id.String() + ": " + msg
-}
+// about says what went wrong with a knob without naming it twice
+// (plan.About).
+func about(id knob.ID, err error) string { return plan.About(id, err) }

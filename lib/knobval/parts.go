@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/textfmt"
 )
 
 // Parts is a value made of parts, each part's key with its value: one
@@ -186,10 +187,4 @@ func (f Form) Sum(v Value) (Value, error) {
 }
 
 // clip bounds a value quoted in an error.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+func clip(s string) string { return textfmt.Clip(s, 80) }
