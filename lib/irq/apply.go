@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"gpuprep/lib/cpuset"
+	"gpuprep/lib/dirfd"
 	"gpuprep/lib/host"
 )
 
@@ -69,11 +71,11 @@ func (s Setter) Set(irq int, want cpuset.Set) (Result, error) {
 		f = s.Root
 	}
 	p := AffinityPath(irq)
-	fi, err := lstatNoLinks(s.Root, p)
+	mode, err := modeNoLinks(s.Root, p)
 	if err != nil {
 		return res, err
 	}
-	if fi.Mode().Perm()&0o222 == 0 {
+	if mode&0o222 == 0 {
 		res.Refused = true
 		return res, nil
 	}
@@ -121,26 +123,37 @@ func refused(err error) bool {
 	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM)
 }
 
-// lstatNoLinks returns the FileInfo of a node path after checking that
-// none of its components below the root is a symbolic link: a write then
+// modeNoLinks returns the mode of the file at node path p after opening
+// every folder on its way below the root without following a symbolic
+// link (lib/dirfd's walker), the file not followed either: a write then
 // lands inside the root. (procfs has no links there; only someone who can
 // write the fixture tree could swap one in after the check.)
-func lstatNoLinks(r host.Root, p string) (os.FileInfo, error) {
+func modeNoLinks(r host.Root, p string) (uint32, error) {
 	p = path.Clean("/" + p)
-	var fi os.FileInfo
-	prefix := ""
-	for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		prefix += "/" + part
-		var err error
-		if fi, err = os.Lstat(r.Path(prefix)); err != nil {
-			return nil, err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return nil, fmt.Errorf("write %s: %s is a symbolic link; gpuprep writes IRQ files only where no link leads", p, prefix)
-		}
+	top, err := dirfd.Open(r.Dir())
+	if err != nil {
+		return 0, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("write %s: not a regular file", p)
+	defer top.Close()
+	dir, name := path.Split(strings.TrimPrefix(p, "/"))
+	d, err := top.Walk(strings.TrimSuffix(dir, "/"), dirfd.Walk{})
+	var st *unix.Stat_t
+	if err == nil {
+		st, err = d.Lstat(name)
+		d.Close()
 	}
-	return fi, nil
+	var se *dirfd.SymlinkError
+	switch {
+	case errors.As(err, &se):
+		link, _ := r.Rel(se.Path)
+		return 0, fmt.Errorf("write %s: %s is a symbolic link; gpuprep writes IRQ files only where no link leads", p, link)
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return 0, fmt.Errorf("write %s: %s is a symbolic link; gpuprep writes IRQ files only where no link leads", p, p)
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return 0, fmt.Errorf("write %s: not a regular file", p)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Mode, nil
 }

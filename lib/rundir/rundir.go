@@ -135,9 +135,6 @@ func (d *Dir) Moved() []string {
 	return m
 }
 
-// ReadOnly says whether the directory was opened with OpenReadOnly.
-func (d *Dir) ReadOnly() bool { return d.readOnly }
-
 // Close releases the directory's descriptor; later calls do nothing.
 func (d *Dir) Close() error {
 	if d == nil || d.dir == nil {
