@@ -14,6 +14,7 @@ import (
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
 	"gpuprep/lib/host"
+	"gpuprep/lib/metrics"
 	"gpuprep/lib/state"
 )
 
@@ -23,7 +24,7 @@ import (
 // node_exporter's textfile directory (metricsDir) as gpuprep-<op>.prom.
 // Called under the node lock; failures are only logged.
 func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
-	writeMetrics(r, cfg, sp, op, log, func(m *drift.Metrics, rebuilt bool) {
+	writeMetrics(r, cfg, sp, op, log, func(m *metrics.Metrics, rebuilt bool) {
 		if out != nil && len(out.Drift) > 0 && !rebuilt {
 			recs := make([]drift.Record, len(out.Drift))
 			for i, f := range out.Drift {
@@ -50,7 +51,7 @@ func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, 
 // gpuprep-health.prom, with gpuprep_node_drained (drained 1, 0, or -1
 // unknown) and gpuprep_health_state_saved (saved: the run saved its state).
 func recordHealthMetrics(r host.Root, cfg *config.Config, sp *state.Spool, rep *health.Report, drained int, saved bool, d time.Duration, log *slog.Logger) {
-	writeMetrics(r, cfg, sp, drift.HookHealth, log, func(m *drift.Metrics, _ bool) {
+	writeMetrics(r, cfg, sp, metrics.HookHealth, log, func(m *metrics.Metrics, _ bool) {
 		addHealth(m, rep, time.Now())
 		m.Drained = &drained
 		ok := 0
@@ -58,17 +59,17 @@ func recordHealthMetrics(r host.Root, cfg *config.Config, sp *state.Spool, rep *
 			ok = 1
 		}
 		m.StateSaved = &ok
-		m.SetRun(drift.HookHealth, time.Now(), d, len(rep.Fatal()) == 0 && saved)
+		m.SetRun(metrics.HookHealth, time.Now(), d, len(rep.Fatal()) == 0 && saved)
 	})
 }
 
 // recordClearMetrics counts an admin's clears (gpuprep-health --clear) in
 // gpuprep-health.prom, labelling each GPU from inv where it is listed.
 func recordClearMetrics(r host.Root, cfg *config.Config, sp *state.Spool, cleared []health.Clear, inv []health.GPURef, log *slog.Logger) {
-	writeMetrics(r, cfg, sp, drift.HookHealth, log, func(m *drift.Metrics, _ bool) {
+	writeMetrics(r, cfg, sp, metrics.HookHealth, log, func(m *metrics.Metrics, _ bool) {
 		labels := gpuLabeller(inv)
 		for _, c := range cleared {
-			m.AddXIDClear(drift.ClearByAdmin, labels(c.BusID))
+			m.AddXIDClear(metrics.ClearByAdmin, labels(c.BusID))
 		}
 	})
 }
@@ -76,26 +77,26 @@ func recordClearMetrics(r host.Root, cfg *config.Config, sp *state.Spool, cleare
 // writeMetrics loads hook's metrics from the spool, lets update change
 // them (rebuilt: the drift counts came from the drift file, this run's
 // records included), saves them and writes the textfile.
-func writeMetrics(r host.Root, cfg *config.Config, sp *state.Spool, hook string, log *slog.Logger, update func(m *drift.Metrics, rebuilt bool)) {
+func writeMetrics(r host.Root, cfg *config.Config, sp *state.Spool, hook string, log *slog.Logger, update func(m *metrics.Metrics, rebuilt bool)) {
 	dir := metricsDir(r, cfg, sp, log)
 	if dir == "" {
 		return
 	}
-	m, rebuilt, err := drift.LoadMetrics(sp, hook)
+	m, rebuilt, err := metrics.Load(sp, hook)
 	if err != nil {
 		log.Warn("metrics state rebuilt", "err", err)
 	}
 	update(&m, rebuilt)
-	if err := drift.SaveMetrics(sp, hook, m); err != nil {
+	if err := metrics.Save(sp, hook, m); err != nil {
 		log.Warn("metrics state not saved", "err", err)
 	}
-	if removed, err := state.SweepTemps(dir, drift.PromFile(hook)); err != nil {
+	if removed, err := state.SweepTemps(dir, metrics.PromFile(hook)); err != nil {
 		log.Warn("sweeping temporary metrics files", "err", err)
 	} else if len(removed) > 0 {
 		log.Info("removed temporary metrics files of killed runs", "files", removed)
 	}
 	host, _ := os.Hostname()
-	if err := drift.WriteMetrics(dir, hook, host, m, drift.Build{Version: cmdenv.Version, Commit: cmdenv.Commit}); err != nil {
+	if err := metrics.Write(dir, hook, host, m, metrics.Build{Version: cmdenv.Version, Commit: cmdenv.Commit}); err != nil {
 		log.Warn("metrics not written", "dir", dir, "err", err)
 	}
 }
@@ -103,11 +104,11 @@ func writeMetrics(r host.Root, cfg *config.Config, sp *state.Spool, hook string,
 // addHealth records a health report: each check's status on each GPU (or
 // the node), and each new Xid, labelled with the GPU as dcgm-exporter
 // labels it.
-func addHealth(m *drift.Metrics, rep *health.Report, now time.Time) {
+func addHealth(m *metrics.Metrics, rep *health.Report, now time.Time) {
 	labels := gpuLabeller(rep.Inventory)
 	m.KmsgLost += rep.KmsgLost
 	for _, c := range rep.Cleared {
-		m.AddXIDClear(drift.ClearByDriver, labels(c.BusID))
+		m.AddXIDClear(metrics.ClearByDriver, labels(c.BusID))
 	}
 	seen := map[string]bool{}
 	for _, r := range rep.Results {
@@ -119,13 +120,13 @@ func addHealth(m *drift.Metrics, rep *health.Report, now time.Time) {
 		}
 	}
 	for _, r := range rep.Results {
-		status := drift.StatusOK
+		status := metrics.StatusOK
 		if r.Status == health.Fail {
 			switch r.Severity {
 			case config.HealthFatal:
-				status = drift.StatusFatal
+				status = metrics.StatusFatal
 			case config.HealthWarn:
-				status = drift.StatusWarn
+				status = metrics.StatusWarn
 			default:
 				continue // off: not a finding
 			}
@@ -139,16 +140,16 @@ func addHealth(m *drift.Metrics, rep *health.Report, now time.Time) {
 
 // gpuLabeller labels a GPU by bus id as dcgm-exporter does, its index and
 // UUID from inv where inv lists it.
-func gpuLabeller(inv []health.GPURef) func(bus string) drift.GPULabels {
+func gpuLabeller(inv []health.GPURef) func(bus string) metrics.GPULabels {
 	byBus := map[string]health.GPURef{}
 	for _, g := range inv {
 		byBus[g.BusID] = g
 	}
-	return func(bus string) drift.GPULabels {
+	return func(bus string) metrics.GPULabels {
 		if bus == "" {
-			return drift.GPULabels{}
+			return metrics.GPULabels{}
 		}
-		l := drift.GPULabels{BusID: NVMLBusID(bus)}
+		l := metrics.GPULabels{BusID: NVMLBusID(bus)}
 		if g, ok := byBus[bus]; ok {
 			l.GPU, l.UUID = strconv.Itoa(g.Index), g.UUID
 		}
