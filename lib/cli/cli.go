@@ -12,10 +12,10 @@
 //
 //	func main() { os.Exit(grescmd.Main(cli.OS())) }
 //
-// The command packages (lib/hookcmd, lib/grescmd, lib/srunwrapcmd) turn
-// flags and environment into one library call and its outcome into output
-// and an exit code; the libraries below them know nothing of the command
-// line.
+// The command packages (lib/hookcmd, lib/healthcmd, lib/grescmd,
+// lib/srunwrapcmd) turn flags and environment into one library call and
+// its outcome into output and an exit code; the libraries below them know
+// nothing of the command line.
 package cli
 
 import (

@@ -10,13 +10,19 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
 	"gpuprep/lib/fleet"
-	"gpuprep/lib/state"
 )
 
-// report is gpuprep-epilog --report: the drift history, as a table or JSON.
-func report(sp *state.Spool, f *flags, stdout, stderr io.Writer, prog string) int {
+// report is gpuprep-epilog --report: the drift history of this node's
+// spool (opened read-only), as a table or JSON.
+func report(op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, stdout, stderr io.Writer) int {
+	sp, code, err := openSpool(f, cfg)
+	if err != nil {
+		return failer(logs.Daemon, op, prog, stderr)(code, err)
+	}
+	defer sp.Close()
 	recs, skipped, err := drift.Read(sp, sinceTime(f))
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
