@@ -3,14 +3,14 @@
 // checks on an idle or busy node, drains the node when one fails fatally
 // and resumes a node gpuprep drained once every check passes. Exit 0:
 // healthy; 1: a fatal check failed; 2: bad input. The command is
-// lib/hookcmd (healthprog.go), its checks lib/health.
+// lib/healthcmd, its checks lib/health.
 package main
 
 import (
 	"os"
 
 	"gpuprep/lib/cli"
-	"gpuprep/lib/hookcmd"
+	"gpuprep/lib/healthcmd"
 )
 
-func main() { os.Exit(hookcmd.HealthProgram(cli.OS())) }
+func main() { os.Exit(healthcmd.Main(cli.OS())) }

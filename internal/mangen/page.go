@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuprep/lib/grescmd"
+	"gpuprep/lib/healthcmd"
 	"gpuprep/lib/hookcmd"
 	"gpuprep/lib/srunwrapcmd"
 )
@@ -31,7 +32,7 @@ var Pages = []Page{
 	{Name: "gpuprep-prolog", Section: "8", FlagSet: func() *pflag.FlagSet { return hookcmd.FlagSet("prolog") }},
 	{Name: "gpuprep-epilog", Section: "8", FlagSet: func() *pflag.FlagSet { return hookcmd.FlagSet("epilog") }},
 	{Name: "gpuprep-gres", Section: "8", FlagSet: grescmd.FlagSet},
-	{Name: "gpuprep-health", Section: "8", FlagSet: hookcmd.HealthFlagSet},
+	{Name: "gpuprep-health", Section: "8", FlagSet: healthcmd.FlagSet},
 	{Name: "srunwrap", Section: "1", FlagSet: srunwrapcmd.FlagSet},
 	{Name: "gpuprep.toml", Section: "5"},
 }

@@ -1,4 +1,5 @@
-// Package cli holds what the four gpuprep programs share on the command line:
+// Package cli holds what gpuprep-prolog, gpuprep-epilog, gpuprep-health and
+// gpuprep-gres share on the command line:
 // the common flags of DESIGN.md's contract (--config, --root, --gpu-backend,
 // --json, --log-level, --version) and their parsing (cli.go), the process's
 // arguments, environment and standard streams as one value (env.go), exit
@@ -12,10 +13,10 @@
 //
 //	func main() { os.Exit(grescmd.Main(cli.OS())) }
 //
-// The command packages (lib/hookcmd, lib/grescmd, lib/srunwrapcmd) turn
-// flags and environment into one library call and its outcome into output
-// and an exit code; the libraries below them know nothing of the command
-// line.
+// The command packages (lib/hookcmd, lib/healthcmd, lib/grescmd,
+// lib/srunwrapcmd) turn flags and environment into one library call and
+// its outcome into output and an exit code; the libraries below them know
+// nothing of the command line.
 package cli
 
 import (

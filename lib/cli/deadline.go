@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"time"
+
+	"gpuprep/lib/config"
 )
 
 // deadlineGrace is how long RunDeadline still waits for fn once the
@@ -31,4 +33,13 @@ func RunDeadline(d time.Duration, fn func(ctx context.Context) int) (code int, t
 		}
 		return ExitMismatch, true
 	}
+}
+
+// Deadline is the deadline of one run of a program the config bounds (the
+// hooks, gpuprep-health): general.deadline, 30 s when unset.
+func Deadline(cfg *config.Config) time.Duration {
+	if cfg.General.Deadline > 0 {
+		return cfg.General.Deadline
+	}
+	return 30 * time.Second
 }

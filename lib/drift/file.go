@@ -14,8 +14,8 @@ import (
 	"gpuprep/lib/state"
 )
 
-// maxLine bounds one line of the drift file; a longer line is garbage.
-const maxLine = 1 << 20
+// MaxLine bounds one line of a drift file; a longer line is garbage.
+const MaxLine = 1 << 20
 
 // Append writes recs to the spool's drift file, one JSON object per line, in
 // one write. A record without a time gets the current time, one without a
@@ -164,7 +164,7 @@ func Read(sp *state.Spool, since time.Time) ([]Record, Skipped, error) {
 // ReadFrom returns the drift records of r, one JSON Record a line, at or
 // after since (all when since is zero), in order. It never fails over a bad
 // line: a line that is not a record (no time or knob, not JSON, longer than
-// maxLine) is skipped and counted, and so is a torn last line; blank lines
+// MaxLine) is skipped and counted, and so is a torn last line; blank lines
 // are ignored. Its error is r's read error as is: the caller names the
 // file.
 func ReadFrom(r io.Reader, since time.Time) ([]Record, Skipped, error) {
@@ -209,11 +209,11 @@ func parse(line []byte, tooLong bool) (Record, bool) {
 }
 
 // readLine reads one line without its "\n"; terminated is false for a last
-// line with no "\n" (or none at all); tooLong drops lines over maxLine.
+// line with no "\n" (or none at all); tooLong drops lines over MaxLine.
 func readLine(r *bufio.Reader) (line []byte, terminated, tooLong bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > maxLine {
+		if len(line)+len(chunk) > MaxLine {
 			tooLong, line = true, nil
 		} else if !tooLong {
 			line = append(line, chunk...)

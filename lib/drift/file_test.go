@@ -71,7 +71,7 @@ func TestReadToleratesBadLines(t *testing.T) {
 		`{"time":"2026-03-01T10:00:00Z","node":"n1"}`, // no knob
 		`{"node":"n1","knob":"x"}`,                    // no time
 		`["an","array"]`,
-		`{"knob":"` + strings.Repeat("k", 2<<20) + `","time":"2026-03-01T10:00:00Z"}`, // over maxLine
+		`{"knob":"` + strings.Repeat("k", 2<<20) + `","time":"2026-03-01T10:00:00Z"}`, // over MaxLine
 		good,
 		`{"time":"2026-03-01T10:01:00Z","node":"n1","knob":"thp.en`, // torn
 	}, "\n")

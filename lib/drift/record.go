@@ -1,7 +1,11 @@
-// Package drift records what changed under a job (a knob found with another
-// value than the prolog set) and broken node invariants, as JSON lines in the
-// spool's drift.jsonl; prints them for whoever is on call; and writes
-// gpuprep's Prometheus textfile metrics.
+// Package drift is the drift record: what changed under a job (a knob
+// found with another value than the prolog set) and broken node
+// invariants (record.go), kept by the epilog as JSON lines in the spool's
+// drift.jsonl, which Append writes and Read and ReadFrom read back, a bad
+// line costing only itself (file.go); and this node's drift history for
+// whoever is on call, gpuprep-epilog --report (report.go, summary.go).
+// The summary of many nodes' drift files is lib/fleet's; the metrics that
+// count the records, lib/metrics'.
 package drift
 
 import "time"

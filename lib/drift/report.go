@@ -11,13 +11,15 @@ import (
 	"unicode"
 
 	"gpuprep/lib/plural"
+	"gpuprep/lib/slurm"
 )
 
 // RecentLimit is how many records WriteReport lists after the summary.
 const RecentLimit = 50
 
-// timeFormat is UTC to the second: the same on every node's report.
-const timeFormat = "2006-01-02 15:04:05Z"
+// TimeFormat is how a report shows a time: UTC to the second, the same on
+// every node's report (the fleet report's too, lib/fleet).
+const TimeFormat = "2006-01-02 15:04:05Z"
 
 // WriteReport prints the drift history for whoever is on call: a summary
 // with one row per kind, knob and scope (count, last seen, nodes), most
@@ -37,8 +39,8 @@ func WriteReport(w io.Writer, recs []Record) error {
 		plural.Count(len(groups), "knob/scope pair", "knob/scope pairs"), plural.Count(len(nodes), "node", "nodes"))
 	fmt.Fprintln(tw, "KNOB\tSCOPE\tKIND\tCOUNT\tLAST SEEN\tNODES")
 	for _, g := range groups {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", show(g.Knob), show(g.Scope), show(g.Kind),
-			g.Count, g.LastSeen.UTC().Format(timeFormat), show(CompactNodes(g.Nodes)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", Show(g.Knob), Show(g.Scope), Show(g.Kind),
+			g.Count, g.LastSeen.UTC().Format(TimeFormat), Show(slurm.CompactHostlist(g.Nodes)))
 	}
 	recent := newestFirst(recs)
 	title := "RECENT (newest first)"
@@ -53,9 +55,9 @@ func WriteReport(w io.Writer, recs []Record) error {
 		if r.Kind == KindInvariant {
 			mark = " (invariant)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s → %s%s\n", r.Time.UTC().Format(timeFormat),
-			show(r.Node), show(r.Job), show(r.User), show(r.Knob), show(r.Scope),
-			show(r.Expected), show(r.Found), mark)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s → %s%s\n", r.Time.UTC().Format(TimeFormat),
+			Show(r.Node), Show(r.Job), Show(r.User), Show(r.Knob), Show(r.Scope),
+			Show(r.Expected), Show(r.Found), mark)
 	}
 	return tw.Flush()
 }
@@ -96,10 +98,11 @@ func newestFirst(recs []Record) []Record {
 	return out
 }
 
-// show makes a value safe and visible in a table: "" is shown as "(empty)",
+// Show makes a value safe and visible in a table: "" is shown as "(empty)",
 // and anything with spaces, tabs or control characters is quoted (values come
-// from kernel files and job metadata, not from us).
-func show(s string) string {
+// from kernel files and job metadata, not from us). The fleet report
+// (lib/fleet) shows its values so too.
+func Show(s string) string {
 	if s == "" {
 		return "(empty)"
 	}

@@ -9,7 +9,8 @@
 // facts*.go and the files they name), a pure evaluation (Evaluate: facts and
 // expectations in, one Result per check and scope out), and the spool state
 // that makes XIDs and debouncing span runs (state.go). Run puts them
-// together for the prolog, the epilog and `gpuprep-prolog --health`.
+// together for the prolog, the epilog, `gpuprep-prolog --health` and
+// gpuprep-health; WriteTable prints a report for a person (table.go).
 package health
 
 import (

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"gpuprep/internal/hooktest"
 	"gpuprep/internal/testroot"
 )
 
@@ -76,7 +77,7 @@ func exampleFor(t *testing.T, uncomment bool) string {
 // H100 (mock), passes --check-config, and the prolog of a job on GPUs 0
 // and 1 succeeds: an admin who copies it drains no node.
 func TestExampleNeverDrains(t *testing.T) {
-	root, _, spool := healthRoot(t, "")
+	root, _, spool := hooktest.HealthRoot(t, "")
 	cfg := exampleFor(t, false)
 	base := []string{"--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg}
 	if code, out, stderr := mainRun("prolog", nil, append(base, "--check-config")...); code != 0 || strings.Contains(out, "mig:") {
@@ -94,7 +95,7 @@ func TestExampleNeverDrains(t *testing.T) {
 // the prolog would refuse them; the GPUs that match are ok, and a
 // partition's layout is reported without failing the check.
 func TestCheckConfigNamesMIGMismatch(t *testing.T) {
-	root, _, _ := healthRoot(t, "")
+	root, _, _ := hooktest.HealthRoot(t, "")
 	code, out, stderr := mainRun("prolog", map[string]string{"SLURMD_NODENAME": "dgx07"},
 		"--root", root, "--gpu-backend", "mock:dgxh100", "--config", exampleFor(t, true), "--check-config")
 	for _, want := range []string{

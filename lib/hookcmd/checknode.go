@@ -141,7 +141,7 @@ func checkNodeHealth(c *cli.Common, cfg *config.Config, b gpu.Backend, models he
 		h.Severity = map[string]string{}
 	}
 	h.Severity["xid"] = config.HealthOff
-	deadline := runDeadline(cfg)
+	deadline := cli.Deadline(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	rep, err := health.Run(ctx, health.Options{Op: "prolog", Root: c.HostRoot(), GPU: b, Health: h, Models: models, ReadOnly: true})

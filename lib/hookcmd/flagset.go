@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuprep/lib/cli"
-	"gpuprep/lib/drift"
+	"gpuprep/lib/fleet"
 )
 
 // newFlagSet registers the flags of gpuprep-<op> (op "prolog" or "epilog")
@@ -30,8 +30,8 @@ func newFlagSet(op string, f *flags, stderr io.Writer) *pflag.FlagSet {
 	if op == "epilog" {
 		fs.BoolVar(&f.report, "report", false, "print the drift history and exit")
 		fs.DurationVar(&f.since, "since", 0, "with --report: only records newer than this (e.g. 24h)")
-		fs.StringArrayVar(&f.fleet.from, "from", nil, "with --report: a fleet summary of the drift files `PATH` names instead of this node's spool; repeatable; PATH is "+drift.FleetLayout)
-		fs.IntVar(&f.fleet.top, "top", drift.DefaultTop, "with --report --from: how many nodes TOP NODES lists (0: all)")
+		fs.StringArrayVar(&f.fleet.from, "from", nil, "with --report: a fleet summary of the drift files `PATH` names instead of this node's spool; repeatable; PATH is "+fleet.Layout)
+		fs.IntVar(&f.fleet.top, "top", fleet.DefaultTop, "with --report --from: how many nodes TOP NODES lists (0: all)")
 		f.fleet.fs = fs
 	}
 	return fs

@@ -2,17 +2,12 @@ package hookcmd
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"text/tabwriter"
 
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/health"
-	"gpuprep/lib/plural"
 	"gpuprep/lib/state"
 )
 
@@ -41,7 +36,7 @@ func healthCheck(prog string, f *flags, cfg *config.Config, stdout, stderr io.Wr
 		return cli.Fail(stderr, prog, cli.ExitMismatch, err) // it names the state dir
 	}
 	defer sp.Close()
-	deadline := runDeadline(cfg)
+	deadline := cli.Deadline(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	rep, err := health.Run(ctx, health.Options{Op: "health", Root: f.common.HostRoot(), GPU: backend, Health: cfg.Health,
@@ -52,34 +47,10 @@ func healthCheck(prog string, f *flags, cfg *config.Config, stdout, stderr io.Wr
 	if f.common.JSON {
 		cli.WriteJSON(stdout, rep)
 	} else {
-		writeHealthTable(stdout, rep)
+		rep.WriteTable(stdout)
 	}
 	if len(rep.Fatal()) > 0 {
 		return cli.ExitMismatch
 	}
 	return cli.ExitOK
-}
-
-// writeHealthTable prints a health report: one row per check and scope.
-func writeHealthTable(w io.Writer, rep *health.Report) {
-	fmt.Fprintf(w, "health (read-only): GPU backend %s, %d GPUs, %s\n", rep.Backend, rep.GPUs, rep.Summary())
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSCOPE\tSTATUS\tDETAIL")
-	for _, r := range rep.Results {
-		status := string(r.Status)
-		if r.Severity != "" {
-			status += " (" + r.Severity + ")"
-		}
-		detail := r.Value
-		if r.Reason != "" {
-			detail = r.Reason
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Check, r.Scope, status, detail)
-	}
-	tw.Flush()
-	for _, bus := range slices.Sorted(maps.Keys(rep.History)) {
-		for _, x := range rep.History[bus] {
-			fmt.Fprintf(w, "XID history %s: Xid %d (%s), %s, seq %d to %d, last: %s\n", bus, x.Code, x.Severity, plural.Count(int(x.Count), "time", "times"), x.FirstSeq, x.LastSeq, x.Text)
-		}
-	}
 }

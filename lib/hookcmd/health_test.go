@@ -8,55 +8,11 @@ import (
 	"testing"
 
 	"gpuprep/internal/gpumock"
-	"gpuprep/internal/testroot"
-	"gpuprep/lib/host"
+	"gpuprep/internal/hooktest"
 )
 
-// healthRoot is a writable DGX H100 root with a gres.conf, a boot id and a
-// kernel log, and a config without log file or metrics.
-func healthRoot(t *testing.T, healthTOML string) (root, cfg, spool string) {
-	t.Helper()
-	root = testroot.Unpack(t, "dgxh100")
-	write := func(p, s string) {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var gres strings.Builder
-	for _, d := range testroot.GPUs(t, root) {
-		gres.WriteString("Name=gpu File=/dev/nvidia" + itoa(d.Minor) + "\n")
-	}
-	write("etc/slurm/gres.conf", gres.String())
-	write("proc/sys/kernel/random/boot_id", "11111111-2222-3333-4444-555555555555\n")
-	write("dev/kmsg", "6,0,0,-;Linux version 6.1.0\n")
-	dir := t.TempDir()
-	cfg = filepath.Join(dir, "g.toml")
-	if err := os.WriteFile(cfg, []byte("[general]\nlog_file = \"\"\nmetrics_dir = \"\"\n"+healthTOML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return root, cfg, filepath.Join(dir, "spool")
-}
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
-
-// injectFault writes a mock GPU's faults file (read when the mock opens).
-func injectFault(t *testing.T, root string, gpu int, f gpumock.Faults) {
-	t.Helper()
-	uuid := testroot.GPUs(t, root)[gpu].UUID
-	p := gpumock.FaultsFile(host.NewRoot(root), uuid)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	b, _ := json.Marshal(f)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestHealthFlag(t *testing.T) {
-	root, cfg, spool := healthRoot(t, "[health]\nnvlinks = -1\n")
+	root, cfg, spool := hooktest.HealthRoot(t, "[health]\nnvlinks = -1\n")
 	args := func(extra ...string) []string {
 		return append([]string{"--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg, "--state-dir", spool, "--health"}, extra...)
 	}
@@ -65,7 +21,7 @@ func TestHealthFlag(t *testing.T) {
 		!strings.Contains(out, "gpu_count") || !strings.Contains(out, "8 GPUs") || !strings.Contains(out, "nvlinks") {
 		t.Fatalf("healthy: exit %d\n%s\n%s", code, out, stderr)
 	}
-	injectFault(t, root, 3, gpumock.Faults{ECCVolatileUncorrected: 2})
+	hooktest.InjectFault(t, root, 3, gpumock.Faults{ECCVolatileUncorrected: 2})
 	code, out, _ = mainRun("prolog", nil, args("--json")...)
 	var rep struct {
 		GPUs    int `json:"gpus"`
@@ -100,8 +56,8 @@ func TestHealthFlag(t *testing.T) {
 // changes anything, the reason as the first stderr line; a fault on a GPU
 // the job does not use does not.
 func TestPrologHealthFault(t *testing.T) {
-	root, cfg, spool := healthRoot(t, "")
-	injectFault(t, root, 3, gpumock.Faults{ECCVolatileUncorrected: 2})
+	root, cfg, spool := hooktest.HealthRoot(t, "")
+	hooktest.InjectFault(t, root, 3, gpumock.Faults{ECCVolatileUncorrected: 2})
 	args := []string{"--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg, "--state-dir", spool}
 	env := map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_USER": "dave", "SLURM_JOB_GPUS": "0,1"}
 	if code, _, stderr := mainRun("prolog", env, args...); code != 0 {
@@ -122,7 +78,7 @@ func TestPrologHealthFault(t *testing.T) {
 // The epilog restores the node, then fails (a node error) when a process
 // of the finished job is still on one of its GPUs.
 func TestEpilogHealthLeftover(t *testing.T) {
-	root, cfg, spool := healthRoot(t, "")
+	root, cfg, spool := hooktest.HealthRoot(t, "")
 	args := []string{"--root", root, "--gpu-backend", "mock:dgxh100", "--config", cfg, "--state-dir", spool}
 	env := map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_USER": "dave", "SLURM_JOB_GPUS": "2,3", "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
 	if code, _, stderr := mainRun("prolog", env, args...); code != 0 {
@@ -133,7 +89,7 @@ func TestEpilogHealthLeftover(t *testing.T) {
 	if err := os.WriteFile(p, []byte("0::/system.slice/slurmstepd.scope/job_7/step_0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	injectFault(t, root, 3, gpumock.Faults{Processes: []int{4242}})
+	hooktest.InjectFault(t, root, 3, gpumock.Faults{Processes: []int{4242}})
 	code, _, stderr := mainRun("epilog", env, args...)
 	want := "gpuprep-epilog: health: GPU 3 (0000:5d:00.0): process 4242 of job 7 still on the GPU after the job\n"
 	if code != 1 || stderr != want {

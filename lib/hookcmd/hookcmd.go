@@ -1,9 +1,13 @@
 // Package hookcmd is the command line of gpuprep-prolog and gpuprep-epilog:
 // their flags, the job from Slurm's environment, one deadline for the whole
 // run, the node lock, and what becomes of the engine's outcome (lib/hook):
-// the log, the plan table or JSON (output.go), the node_exporter metrics and
-// --report (metrics.go), the drain reason (drain.go) and the exit code. The
-// engine itself (recover, plan, journal, apply, record) is lib/hook.
+// the log, the plan table or JSON (output.go), the node_exporter metrics
+// (metrics.go, through lib/textfile), the drain reason (drain.go) and the
+// exit code; and the modes that run no engine: --check-config
+// (checkconfig.go, checknode.go), the prolog's --health (health.go), the
+// epilog's --report and --report --from (report.go). The engine itself
+// (recover, plan, journal, apply, record) is lib/hook; gpuprep-health is
+// lib/healthcmd.
 package hookcmd
 
 import (
@@ -77,7 +81,7 @@ func command(op string, e cli.Env) int {
 		return code
 	}
 	defer logs.Close()
-	deadline := runDeadline(cfg)
+	deadline := cli.Deadline(cfg)
 	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
 		return run(ctx, op, prog, &f, cfg, logs, getenv, stdout, stderr)
 	})
@@ -116,23 +120,30 @@ func openLogs(op, prog string, f *flags, cfg *config.Config, getenv func(string)
 	return &logs, cli.ExitOK
 }
 
-// run is one run of a hook program under the run's deadline: a report, or
-// the engine's prolog or epilog under the node lock, and what becomes of
-// its outcome. It returns the exit code.
+// run is one run of a hook program under the run's deadline: it chooses
+// the fleet report (--report --from: no spool), this node's drift report
+// (--report), or the hook itself, and returns its exit code.
 func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, getenv func(string) string, stdout, stderr io.Writer) int {
+	switch {
+	case f.fleet.asked():
+		return fleetReport(ctx, f, stdout, stderr, prog) // reads --from only: no spool
+	case f.report:
+		return report(op, prog, f, cfg, logs, stdout, stderr)
+	}
+	return runHook(ctx, op, prog, f, cfg, logs, getenv, stdout, stderr)
+}
+
+// runHook is the prolog or epilog itself: the job from Slurm's
+// environment, the engine's run under the node lock (not for a dry run),
+// and what becomes of its outcome (conclude).
+func runHook(ctx context.Context, op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, getenv func(string) string, stdout, stderr io.Writer) int {
 	started := time.Now()
 	fail := failer(logs.Daemon, op, prog, stderr)
-	if f.fleet.asked() {
-		return fleetReport(ctx, f, stdout, stderr, prog) // reads --from only: no spool
-	}
 	sp, code, err := openSpool(f, cfg)
 	if err != nil {
 		return fail(code, err)
 	}
 	defer sp.Close()
-	if f.report {
-		return report(sp, f, stdout, stderr, prog)
-	}
 	job, err := jobFromEnvAndFlags(getenv, f)
 	if err != nil {
 		// Odd Slurm env is bad input, never a node problem.
@@ -284,12 +295,4 @@ func jobFromEnvAndFlags(getenv func(string) string, f *flags) (slurm.Job, error)
 		return getenv(k)
 	})
 	return job, namingFlag(err, over)
-}
-
-// runDeadline is the deadline of one run: general.deadline, 30 s when unset.
-func runDeadline(cfg *config.Config) time.Duration {
-	if cfg.General.Deadline > 0 {
-		return cfg.General.Deadline
-	}
-	return 30 * time.Second
 }

@@ -1,25 +1,22 @@
 package hookcmd
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gpuprep/internal/hooktest"
 	"gpuprep/internal/testroot"
-	"gpuprep/lib/cli"
 )
 
 // mainRun runs the prolog or epilog command with a Slurm-like environment.
 func mainRun(op string, env map[string]string, args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
 	cmd := Prolog
 	if op == "epilog" {
 		cmd = Epilog
 	}
-	code := cmd(cli.Env{Args: args, Getenv: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb})
-	return code, out.String(), errb.String()
+	return hooktest.Run(cmd, env, args...)
 }
 
 func TestMainBadInputAndSafety(t *testing.T) {

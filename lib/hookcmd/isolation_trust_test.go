@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"gpuprep/internal/hooktest"
 )
 
 // Issue 30, items 6 and 7, through the prolog a site runs: nothing a job's
@@ -49,7 +51,7 @@ type trustRun struct {
 
 func newTrustNode(t *testing.T, cgroups ...string) *trustNode {
 	t.Helper()
-	root, cfg, spool := healthRoot(t, "dead_job_grace = \"0s\"\n[profiles.default]\nhousekeeping_cpus = {cores_per_numa = 1}\n")
+	root, cfg, spool := hooktest.HealthRoot(t, "dead_job_grace = \"0s\"\n[profiles.default]\nhousekeeping_cpus = {cores_per_numa = 1}\n")
 	n := &trustNode{t: t, root: root, cfg: cfg, spool: spool}
 	n.cgroups(cgroups...)
 	return n

@@ -12,9 +12,9 @@ import (
 	"gpuprep/internal/fakeproc"
 	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
-	"gpuprep/lib/drift"
 	"gpuprep/lib/hook"
 	"gpuprep/lib/host"
+	"gpuprep/lib/metrics"
 	"gpuprep/lib/state"
 	"gpuprep/lib/textfiledir"
 )
@@ -62,7 +62,7 @@ func (n *metricsNode) run(setting string) string {
 	cfg := config.Default()
 	cfg.General.MetricsDir = setting
 	log := slog.New(slog.NewTextHandler(&n.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	recordMetrics(host.NewRoot(n.root), cfg, n.sp, drift.HookEpilog, 20*time.Millisecond, nil, &hook.Outcome{}, log)
+	recordMetrics(host.NewRoot(n.root), cfg, n.sp, metrics.HookEpilog, 20*time.Millisecond, nil, &hook.Outcome{}, log)
 	return n.logs.String()
 }
 
@@ -81,7 +81,7 @@ func TestMetricsAutoWritesWhereNodeExporterReads(t *testing.T) {
 	cmdenv.Version, cmdenv.Commit = "1.4.0", "abc1234"
 
 	logs := n.run(config.MetricsDirAuto)
-	prom, err := os.ReadFile(filepath.Join(tf, drift.PromFile(drift.HookEpilog)))
+	prom, err := os.ReadFile(filepath.Join(tf, metrics.PromFile(metrics.HookEpilog)))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
@@ -94,7 +94,7 @@ func TestMetricsAutoWritesWhereNodeExporterReads(t *testing.T) {
 			t.Errorf("gpuprep-epilog.prom lacks %q:\n%s", want, prom)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(n.root, textfiledir.DebianDir, drift.PromFile(drift.HookEpilog))); err == nil {
+	if _, err := os.Stat(filepath.Join(n.root, textfiledir.DebianDir, metrics.PromFile(metrics.HookEpilog))); err == nil {
 		t.Error("also written to Debian's default directory")
 	}
 	if !strings.Contains(logs, "level=DEBUG") || !strings.Contains(logs, "prometheus-node-exporter process 4242") || warnings(logs) != 0 {
@@ -109,7 +109,7 @@ func TestMetricsAutoDebianDefault(t *testing.T) {
 	deb := n.mkdir(textfiledir.DebianDir)
 	n.mkdir(textfiledir.LegacyDir)
 	n.run(config.MetricsDirAuto)
-	if _, err := os.Stat(filepath.Join(deb, drift.PromFile(drift.HookEpilog))); err != nil {
+	if _, err := os.Stat(filepath.Join(deb, metrics.PromFile(metrics.HookEpilog))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,7 +154,7 @@ func TestMetricsMissingDirWarnsOncePerBoot(t *testing.T) {
 	if logs := n.run(missing); warnings(logs) != 0 {
 		t.Fatalf("directory there: %s", logs)
 	}
-	if _, err := os.Stat(filepath.Join(missing, drift.PromFile(drift.HookEpilog))); err != nil {
+	if _, err := os.Stat(filepath.Join(missing, metrics.PromFile(metrics.HookEpilog))); err != nil {
 		t.Fatal(err)
 	}
 	os.RemoveAll(missing)

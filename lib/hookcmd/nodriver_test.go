@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpuprep/internal/hooktest"
 )
 
 // TestDriverGoneDrains: a DGX H100 whose NVIDIA driver did not load (no
@@ -15,7 +17,7 @@ import (
 // explicit --gpu-backend none from the admin the prolog and --health pass,
 // as before.
 func TestDriverGoneDrains(t *testing.T) {
-	root, cfg, spool := healthRoot(t, "")
+	root, cfg, spool := hooktest.HealthRoot(t, "")
 	if err := os.RemoveAll(filepath.Join(root, "proc/driver/nvidia")); err != nil {
 		t.Fatal(err)
 	}

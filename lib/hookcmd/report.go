@@ -10,12 +10,19 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuprep/lib/cli"
+	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
-	"gpuprep/lib/state"
+	"gpuprep/lib/fleet"
 )
 
-// report is gpuprep-epilog --report: the drift history, as a table or JSON.
-func report(sp *state.Spool, f *flags, stdout, stderr io.Writer, prog string) int {
+// report is gpuprep-epilog --report: the drift history of this node's
+// spool (opened read-only), as a table or JSON.
+func report(op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, stdout, stderr io.Writer) int {
+	sp, code, err := openSpool(f, cfg)
+	if err != nil {
+		return failer(logs.Daemon, op, prog, stderr)(code, err)
+	}
+	defer sp.Close()
 	recs, skipped, err := drift.Read(sp, sinceTime(f))
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
@@ -57,7 +64,7 @@ func (ff *fleetFlags) asked() bool {
 }
 
 // fleetReport is gpuprep-epilog --report --from PATH...: one summary of the
-// drift files PATH names (drift.FleetFiles), as tables or JSON. It opens no
+// drift files PATH names (fleet.Files), as tables or JSON. It opens no
 // spool. A PATH that does not exist or names no drift file is bad input
 // (exit 2); unreadable lines are skipped, one warning per file on stderr.
 func fleetReport(ctx context.Context, f *flags, stdout, stderr io.Writer, prog string) int {
@@ -75,20 +82,20 @@ func fleetReport(ctx context.Context, f *flags, stdout, stderr io.Writer, prog s
 		// without it: refuse rather than leave those nodes out.
 		return bad(fmt.Errorf("unexpected argument %q: give each path its own --from", args[0]))
 	}
-	fleet, err := drift.ReadFleet(ctx, f.fleet.from, sinceTime(f))
+	fl, err := fleet.Read(ctx, f.fleet.from, sinceTime(f))
 	if err != nil {
 		return bad(fmt.Errorf("--from %w", err))
 	}
-	rep := fleet.Report(f.fleet.top)
+	rep := fl.Report(f.fleet.top)
 	for _, file := range rep.Files {
 		if file.Skipped.Total() > 0 {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, file.Skipped.In(file.Path))
 		}
 	}
 	if f.common.JSON {
-		err = drift.WriteFleetReportJSON(stdout, rep)
+		err = fleet.WriteReportJSON(stdout, rep)
 	} else {
-		err = drift.WriteFleetReport(stdout, rep)
+		err = fleet.WriteReport(stdout, rep)
 	}
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitMismatch, err)

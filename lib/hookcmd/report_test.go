@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gpuprep/lib/drift"
+	"gpuprep/lib/fleet"
 )
 
 // exampleFleet is examples/fleet-drift: gpu01, gpu02 and gpu07's drift
@@ -52,7 +53,7 @@ func TestFleetReportExample(t *testing.T) {
 	}
 
 	// Copied by hand, one node each way, and one torn write on gpu02.
-	fleet := filepath.Join(t.TempDir(), "fleet")
+	dir := filepath.Join(t.TempDir(), "fleet")
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(exampleFleet, name))
 		if err != nil {
@@ -60,20 +61,20 @@ func TestFleetReportExample(t *testing.T) {
 		}
 		return string(b)
 	}
-	os.MkdirAll(filepath.Join(fleet, "gpu01"), 0o755)
-	os.WriteFile(filepath.Join(fleet, "gpu01", "drift.jsonl"), []byte(read("gpu01.jsonl")), 0o644)
-	os.WriteFile(filepath.Join(fleet, "gpu02.drift.jsonl"), []byte(read("gpu02.jsonl")+`{"time":"2026-03-05T01:00:00Z","kn`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "gpu01"), 0o755)
+	os.WriteFile(filepath.Join(dir, "gpu01", "drift.jsonl"), []byte(read("gpu01.jsonl")), 0o644)
+	os.WriteFile(filepath.Join(dir, "gpu02.drift.jsonl"), []byte(read("gpu02.jsonl")+`{"time":"2026-03-05T01:00:00Z","kn`), 0o644)
 	other := filepath.Join(t.TempDir(), "gpu07.jsonl")
 	os.WriteFile(other, []byte(read("gpu07.jsonl")), 0o644)
-	code, out, stderr = mainRun("epilog", nil, "--config", cfg, "--report", "--from", fleet, "--from", other)
+	code, out, stderr = mainRun("epilog", nil, "--config", cfg, "--report", "--from", dir, "--from", other)
 	wantText := strings.Replace(exampleFleetText, "3 files\n", "3 files (1 unreadable line skipped)\n", 1)
-	wantErr := "gpuprep-epilog: warning: skipped a torn last line in " + filepath.Join(fleet, "gpu02.drift.jsonl") + " (line 2)\n"
+	wantErr := "gpuprep-epilog: warning: skipped a torn last line in " + filepath.Join(dir, "gpu02.drift.jsonl") + " (line 2)\n"
 	if code != 0 || out != wantText || stderr != wantErr {
 		t.Errorf("three layouts: exit %d, stderr %q (want %q), stdout:\n%s", code, stderr, wantErr, out)
 	}
 
 	code, out, stderr = mainRun("epilog", nil, "--config", cfg, "--report", "--from", exampleFleet, "--json", "--top", "2")
-	var rep drift.FleetReport
+	var rep fleet.Report
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || stderr != "" || err != nil {
 		t.Fatalf("--json: exit %d, stderr %q, %v:\n%s", code, stderr, err, out)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"gpuprep/internal/hooktest"
 )
 
 // xidNode is a DGX H100 fixture root whose kernel log (/dev/kmsg, the
@@ -39,7 +41,7 @@ type hookRun struct {
 
 func newXIDNode(t *testing.T) *xidNode {
 	t.Helper()
-	root, cfg, spool := healthRoot(t, "")
+	root, cfg, spool := hooktest.HealthRoot(t, "")
 	return &xidNode{t: t, root: root, cfg: cfg, spool: spool}
 }
 

@@ -25,6 +25,10 @@ func TestImportLayering(t *testing.T) {
 		"./prolog":     {"gpuprep/internal/"},
 		"./epilog":     {"gpuprep/internal/"},
 		"./gres":       {"gpuprep/internal/"},
+		"./health":     {"gpuprep/internal/"},
+		// gpuprep-health shares with the hooks what lib/textfile and
+		// lib/cli hold, not their command line.
+		"./lib/healthcmd": {"gpuprep/lib/hookcmd"},
 		// srunwrap runs once per task: no TOML parser, configuration,
 		// GPU backend or logging machinery to start up.
 		"./srunwrap": {"gpuprep/internal/", "github.com/NVIDIA/go-nvml", "github.com/BurntSushi/toml", "gpuprep/lib/config",

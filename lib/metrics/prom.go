@@ -1,4 +1,4 @@
-package drift
+package metrics
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gpuprep/lib/drift"
 	"gpuprep/lib/state"
 )
 
@@ -43,18 +44,18 @@ type Build struct {
 	Commit  string // "" when not built from git
 }
 
-// WriteMetrics writes hook's metrics m in the Prometheus text format to
+// Write writes hook's metrics m in the Prometheus text format to
 // dir/PromFile(hook) (mode 0644, for node_exporter's textfile collector),
 // atomically: a hidden temporary file in dir, fsync, rename, fsync dir. It
 // then removes LegacyPromFile. dir must already exist (it is
 // node_exporter's, not ours); the error is for the caller to log.
-func WriteMetrics(dir, hook, hostname string, m Metrics, b Build) error {
+func Write(dir, hook, hostname string, m Metrics, b Build) error {
 	if fi, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("metrics: textfile directory: %w", err)
 	} else if !fi.IsDir() {
 		return fmt.Errorf("metrics: textfile directory %s is not a directory", dir)
 	}
-	if err := state.WriteFileAtomic(dir, PromFile(hook), FormatMetrics(hook, hostname, m, b), 0o644); err != nil {
+	if err := state.WriteFileAtomic(dir, PromFile(hook), Format(hook, hostname, m, b), 0o644); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(dir, LegacyPromFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -63,20 +64,20 @@ func WriteMetrics(dir, hook, hostname string, m Metrics, b Build) error {
 	return nil
 }
 
-// FormatMetrics is hook's metrics m, and gpuprep_build_info for build, in
+// Format is hook's metrics m, and gpuprep_build_info for build, in
 // the Prometheus text exposition format (0.0.4). Every sample carries
 // hook="<hook>", so the writers' files never hold the same series; the
 // health families carry dcgm-exporter's GPU labels and Hostname (hostname).
 // Every family has its HELP and TYPE even with no samples yet.
-func FormatMetrics(hook, hostname string, m Metrics, build Build) []byte {
+func Format(hook, hostname string, m Metrics, build Build) []byte {
 	var b bytes.Buffer
 	family(&b, MetricBuildInfo, "gauge", "Always 1; the labels name the gpuprep release (version) and git commit (commit, empty when unknown) of the writer (hook: prolog, epilog or health).")
 	sample(&b, MetricBuildInfo, 1, "hook", hook, "version", build.Version, "commit", build.Commit)
 	family(&b, MetricDriftEvents, "counter",
 		"Drift records written on this node by gpuprep, by writer (hook), kind (drift: a knob changed under a job; invariant: a configured node invariant was broken) and knob.")
-	for _, kind := range []string{KindDrift, KindInvariant} {
+	for _, kind := range []string{drift.KindDrift, drift.KindInvariant} {
 		counts := m.DriftEvents
-		if kind == KindInvariant {
+		if kind == drift.KindInvariant {
 			counts = m.InvariantEvents
 		}
 		for _, knob := range slices.Sorted(maps.Keys(counts)) {

@@ -1,4 +1,4 @@
-package hookcmd
+package textfile
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ type metricsWarned struct {
 	Setting string `json:"metrics_dir"`
 }
 
-// metricsDir is the directory (a path on this machine) to write gpuprep-<hook>.prom
+// metricsDir is the directory (a path on this machine) to write gpuprep-<writer>.prom
 // into, or "" for none: general.metrics_dir "" is none; "auto" is what
 // textfiledir.Find finds under r (the source named in a debug line); any
 // other value is that path, when it is a directory. When there is none to

@@ -1,4 +1,11 @@
-package hookcmd
+// Package healthcmd is the command line of gpuprep-health, slurmd's
+// HealthCheckProgram: its flags, one deadline below slurmd's 60 s, the
+// node's state from slurmctld, the checks (lib/health) under the node lock
+// the hooks share, the drain or resume that follows, its metrics
+// (metrics.go, through lib/textfile), its output and exit code
+// (healthcmd.go); and --clear, an admin's end to a GPU's standing Xids
+// (clear.go).
+package healthcmd
 
 import (
 	"context"
@@ -77,9 +84,11 @@ that is reported (stderr, log, gpuprep_health_state_saved) with exit 1.
 Exit 0: healthy (or another gpuprep-health runs); 1: a fatal check failed,
 or the state could not be saved; 2: bad input.`
 
-// HealthProgram is gpuprep-health, slurmd's HealthCheckProgram. slurmd runs
-// it with no arguments, SLURMD_NODENAME set, and kills it after 60 s.
-func HealthProgram(e cli.Env) int {
+// Main is gpuprep-health, slurmd's HealthCheckProgram. slurmd runs it
+// with no arguments, SLURMD_NODENAME set, and kills it after 60 s. It
+// checks the node (healthProgram) or, with --clear, clears a GPU's Xids
+// (clearProgram), and returns the exit code.
+func Main(e cli.Env) int {
 	const prog = "gpuprep-health"
 	var f healthFlags
 	fs := newHealthFlagSet(&f, e.Stderr)
@@ -105,7 +114,7 @@ func HealthProgram(e cli.Env) int {
 	// syslog are where it is read.
 	logs := cli.SinkLogger(prog, logFile, level, !isTerminal(e.Stderr), f.dryRun, e.Stderr)
 	defer logs.Close()
-	deadline := min(runDeadline(cfg), healthProgramDeadline)
+	deadline := min(cli.Deadline(cfg), healthProgramDeadline)
 	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
 		if f.clear != "" {
 			return clearProgram(ctx, prog, &f, cfg, logs.Log, e.Getenv, e.Stdout, e.Stderr)
@@ -132,8 +141,8 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	return fs
 }
 
-// HealthFlagSet is gpuprep-health's flag set for the man page generator.
-func HealthFlagSet() *pflag.FlagSet { return newHealthFlagSet(&healthFlags{}, io.Discard) }
+// FlagSet is gpuprep-health's flag set for the man page generator.
+func FlagSet() *pflag.FlagSet { return newHealthFlagSet(&healthFlags{}, io.Discard) }
 
 // healthRun is what one gpuprep-health run found and did, for --json.
 type healthRun struct {
@@ -148,8 +157,18 @@ type healthRun struct {
 	// StateError is why the health state could not be saved ("" when it
 	// was, or on --dry-run): the run acted all the same.
 	StateError string `json:"state_error,omitempty"`
+
+	// ns is the node's state as slurmctld gave it; nsErr why it is not
+	// known (not asked under --no-drain, or scontrol failed).
+	ns    slurm.NodeState
+	nsErr error
 }
 
+// healthProgram is one gpuprep-health run that checks the node: the
+// checks (checkNode), the drain or resume they call for (decideAndAct),
+// the metrics (not for --dry-run), and what it prints and returns
+// (conclude). Another gpuprep-health holding HealthCheckLock makes it
+// stop at once, healthy.
 func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.Config, log *slog.Logger, getenv func(string) string, stdout, stderr io.Writer) int {
 	started := time.Now()
 	fail := func(code int, err error) int {
@@ -170,24 +189,42 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	defer sp.Close()
 	defer release()
 	run := &healthRun{Node: nodeName(f.node, getenv)}
+	saveErr, code, err := checkNode(ctx, f, cfg, models, sp, run, log)
+	if err != nil {
+		return fail(code, err)
+	}
+	decideAndAct(ctx, f, run, log)
+	if !f.dryRun {
+		drained := nodeDrained(run.nsErr == nil || run.Done, drainedAfter(run))
+		recordHealthMetrics(f.common.HostRoot(), cfg, sp, run.Health, drained, saveErr == nil, time.Since(started), log)
+	}
+	return conclude(prog, f, run, saveErr, log, stdout, stderr)
+}
+
+// checkNode runs the checks and puts what they found in run: the node's
+// state and whether it is idle, the report (boot grace applied), and
+// StateError. saveErr is why the health state could not be saved: the
+// checks ran, and the run decides and acts on them all the same. A run
+// that could not check comes with its exit code.
+func checkNode(ctx context.Context, f *healthFlags, cfg *config.Config, models health.Models, sp *state.Spool, run *healthRun, log *slog.Logger) (saveErr error, code int, err error) {
 	// Slurm is asked, and the external check run, before the node lock is
 	// taken, and the node drained or resumed after it is released: a job's
 	// prolog never waits for slurmctld or a diagnostic on gpuprep-health's
 	// account.
-	ns, nsErr := askSlurm(ctx, f, run, log)
-	extra, err := idleChecks(ctx, f, cfg, sp, run, ns, nsErr)
+	askSlurm(ctx, f, run, log)
+	extra, err := idleChecks(ctx, f, cfg, sp, run)
 	if err != nil {
-		return fail(cli.ExitMismatch, err)
+		return nil, cli.ExitMismatch, err
 	}
 	backend, err := f.common.OpenGPU(cfg)
 	if err != nil {
-		return fail(cli.ExitBadInput, err)
+		return nil, cli.ExitBadInput, err
 	}
 	root := f.common.HostRoot()
 	rep, saveErr := checkUnderLock(ctx, sp, f.dryRun, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
 		Models: models, Spool: sp, ReadOnly: f.dryRun, Extra: extra, Log: log})
 	if rep == nil {
-		return fail(cli.ExitMismatch, saveErr)
+		return nil, cli.ExitMismatch, saveErr
 	}
 	if saveErr != nil {
 		// The checks ran: decide and act on them all the same; the next
@@ -197,11 +234,13 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	}
 	bootGrace(root, cfg, rep, run, log)
 	run.Health = rep
-	decideAndAct(ctx, f, run, ns, nsErr, log)
-	if !f.dryRun {
-		drained := nodeDrained(nsErr == nil || run.Done, drainedAfter(run, ns, nsErr))
-		recordHealthMetrics(root, cfg, sp, rep, drained, saveErr == nil, time.Since(started), log)
-	}
+	return saveErr, cli.ExitOK, nil
+}
+
+// conclude logs the run, prints it (--json: as JSON; else the checks'
+// table and what it did to the node) and returns its exit code: 1 when a
+// check failed fatally or the state could not be saved (that on stderr).
+func conclude(prog string, f *healthFlags, run *healthRun, saveErr error, log *slog.Logger, stdout, stderr io.Writer) int {
 	logHealth(log, run)
 	if f.common.JSON {
 		cli.WriteJSON(stdout, run)
@@ -211,7 +250,7 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	if saveErr != nil {
 		return cli.Fail(stderr, prog, cli.ExitMismatch, fmt.Errorf("the node was checked and acted on, but %w", saveErr))
 	}
-	if len(rep.Fatal()) > 0 {
+	if len(run.Health.Fatal()) > 0 {
 		return cli.ExitMismatch
 	}
 	return cli.ExitOK
@@ -243,32 +282,32 @@ func openHealthSpool(f *healthFlags, cfg *config.Config) (sp *state.Spool, relea
 }
 
 // askSlurm reads the node's state with scontrol (not under --no-drain),
-// within scontrolTimeout, and puts it in run; nsErr says why it is not
-// known.
-func askSlurm(ctx context.Context, f *healthFlags, run *healthRun, log *slog.Logger) (ns slurm.NodeState, nsErr error) {
+// within scontrolTimeout, and puts it in run; run.nsErr says why it is
+// not known.
+func askSlurm(ctx context.Context, f *healthFlags, run *healthRun, log *slog.Logger) {
 	if f.noDrain {
-		return ns, errNoDrain
+		run.nsErr = errNoDrain
+		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, scontrolTimeout)
-	ns, nsErr = slurmCtl.show(sctx, run.Node)
+	run.ns, run.nsErr = slurmCtl.show(sctx, run.Node)
 	cancel()
-	if nsErr != nil {
-		log.Warn("node state unknown: no drain or resume decision rests on it", "node", run.Node, "err", nsErr)
-		return ns, nsErr
+	if run.nsErr != nil {
+		log.Warn("node state unknown: no drain or resume decision rests on it", "node", run.Node, "err", run.nsErr)
+		return
 	}
-	run.NodeState, run.Reason = ns.State, ns.Reason
-	return ns, nil
+	run.NodeState, run.Reason = run.ns.State, run.ns.Reason
 }
 
 // idleChecks says whether the node is idle (no job holds gpuprep's
 // settings, and Slurm does not list it busy) and, when it is (and not
 // --dry-run), runs [health] external_command.
-func idleChecks(ctx context.Context, f *healthFlags, cfg *config.Config, sp *state.Spool, run *healthRun, ns slurm.NodeState, nsErr error) ([]health.Result, error) {
+func idleChecks(ctx context.Context, f *healthFlags, cfg *config.Config, sp *state.Spool, run *healthRun) ([]health.Result, error) {
 	jobs, err := hook.JobsHeld(sp)
 	if err != nil {
 		return nil, err
 	}
-	run.Idle = len(jobs) == 0 && (nsErr != nil || !ns.Busy())
+	run.Idle = len(jobs) == 0 && (run.nsErr != nil || !run.ns.Busy())
 	if run.Idle && !f.dryRun {
 		return health.External(ctx, cfg.Health), nil
 	}
@@ -291,8 +330,8 @@ func bootGrace(root host.Root, cfg *config.Config, rep *health.Report, run *heal
 
 // decideAndAct decides what to do to the node and, unless --dry-run or
 // --no-drain, does it with scontrol.
-func decideAndAct(ctx context.Context, f *healthFlags, run *healthRun, ns slurm.NodeState, nsErr error, log *slog.Logger) {
-	run.Decision = health.Decide(run.Health, ns, nsErr == nil)
+func decideAndAct(ctx context.Context, f *healthFlags, run *healthRun, log *slog.Logger) {
+	run.Decision = health.Decide(run.Health, run.ns, run.nsErr == nil)
 	if f.noDrain {
 		run.Decision = health.Decision{Action: health.Nothing, Why: "--no-drain: the caller drains and resumes"}
 	}
@@ -303,14 +342,14 @@ func decideAndAct(ctx context.Context, f *healthFlags, run *healthRun, ns slurm.
 
 // drainedAfter says whether gpuprep's drain is on the node once run's
 // decision was carried out.
-func drainedAfter(run *healthRun, ns slurm.NodeState, nsErr error) bool {
+func drainedAfter(run *healthRun) bool {
 	switch {
 	case run.Done && run.Decision.Action == health.Drain:
 		return true
 	case run.Done && run.Decision.Action == health.Resume:
 		return false
 	}
-	return nsErr == nil && ns.Drained() && health.OwnsDrain(ns.Reason)
+	return run.nsErr == nil && run.ns.Drained() && health.OwnsDrain(run.ns.Reason)
 }
 
 // errNoDrain is the node state's "error" under --no-drain: not asked.
@@ -399,7 +438,7 @@ func logHealth(log *slog.Logger, run *healthRun) {
 // writeHealthRun prints the run for a person: the checks' table, then what
 // it did or would do to the node.
 func writeHealthRun(w io.Writer, run *healthRun) {
-	writeHealthTable(w, run.Health)
+	run.Health.WriteTable(w)
 	state := run.NodeState
 	if state == "" {
 		state = "state unknown (not asked, or scontrol did not answer)"

@@ -1,4 +1,4 @@
-package drift
+package metrics
 
 import (
 	"os"
@@ -27,7 +27,7 @@ func TestHealthMetrics(t *testing.T) {
 	m.KmsgLost = 49
 	saved := 0
 	m.StateSaved = &saved
-	text := string(FormatMetrics(HookHealth, "gpu01", m, Build{Version: "dev"}))
+	text := string(Format(HookHealth, "gpu01", m, Build{Version: "dev"}))
 	got, err := parseProm(text)
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, text)
@@ -62,7 +62,7 @@ func TestHealthMetrics(t *testing.T) {
 	m.SetCheck("ib_ports", GPULabels{}, StatusOK, true, t0.Add(time.Hour), seen)
 	drained := 1
 	m.Drained = &drained
-	got, err = parseProm(string(FormatMetrics(HookHealth, "gpu01", m, Build{Version: "dev"})))
+	got, err = parseProm(string(Format(HookHealth, "gpu01", m, Build{Version: "dev"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestHealthMetrics(t *testing.T) {
 		t.Error("a skipped check kept its status series")
 	}
 	// Only gpuprep-health's file has gpuprep_node_drained.
-	got, _ = parseProm(string(FormatMetrics(HookProlog, "gpu01", m, Build{})))
+	got, _ = parseProm(string(Format(HookProlog, "gpu01", m, Build{})))
 	for k := range got {
 		if len(k) > len(MetricNodeDrained) && k[:len(MetricNodeDrained)] == MetricNodeDrained {
 			t.Errorf("prolog's file has %s", k)
@@ -94,12 +94,12 @@ func TestHealthMetrics(t *testing.T) {
 func TestMetricsTakeOverLegacyFile(t *testing.T) {
 	sp := newSpool(t)
 	legacy := `{"drift_events":{"cpu.governor":7},"runs":{"prolog":{"ok":true},"epilog":{"ok":false}},"dead_jobs":{"age":2}}`
-	os.WriteFile(filepath.Join(sp.Dir(), LegacyMetricsFile), []byte(legacy), 0o600)
-	m, _, err := LoadMetrics(sp, HookEpilog)
+	os.WriteFile(filepath.Join(sp.Dir(), LegacyStateFile), []byte(legacy), 0o600)
+	m, _, err := Load(sp, HookEpilog)
 	if err != nil || m.DriftEvents["cpu.governor"] != 7 || m.DeadJobs["age"] != 2 || len(m.Runs) != 1 || m.Runs[HookEpilog].OK {
 		t.Fatalf("epilog: %+v %v", m, err)
 	}
-	p, _, err := LoadMetrics(sp, HookProlog)
+	p, _, err := Load(sp, HookProlog)
 	if err != nil || p.DriftEvents != nil || p.DeadJobs != nil {
 		t.Fatalf("prolog: %+v %v", p, err)
 	}

@@ -1,4 +1,4 @@
-package drift
+package metrics
 
 import (
 	"math"
@@ -22,7 +22,7 @@ func testMetrics() Metrics {
 }
 
 func TestFormatMetrics(t *testing.T) {
-	text := string(FormatMetrics(HookEpilog, "gpu01", testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
+	text := string(Format(HookEpilog, "gpu01", testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
 	t.Log("\n" + text)
 	got, err := parseProm(text)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestFormatMetrics(t *testing.T) {
 	// file, with the build info (an empty commit label) and the lost
 	// kernel log records at 0 (a counter an alert's increase() needs from
 	// the start).
-	got, err = parseProm(string(FormatMetrics(HookProlog, "gpu01", Metrics{}, Build{Version: "dev"})))
+	got, err = parseProm(string(Format(HookProlog, "gpu01", Metrics{}, Build{Version: "dev"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestFormatMetrics(t *testing.T) {
 		t.Fatalf("empty metrics: %v", got)
 	}
 	// Odd characters in a version survive as escaped label values.
-	got, err = parseProm(string(FormatMetrics(HookProlog, "gpu01", Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
+	got, err = parseProm(string(Format(HookProlog, "gpu01", Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
 	if err != nil || got[`gpuprep_build_info{commit="",hook="prolog",version="1.0.0-rc\"1\"\\x"}`] != 1 {
 		t.Fatalf("escaped version: %v %v", got, err)
 	}
@@ -108,7 +108,7 @@ func TestWriteMetrics(t *testing.T) {
 	// The one file of earlier releases goes, or its series would be
 	// reported twice.
 	os.WriteFile(filepath.Join(dir, LegacyPromFile), []byte("gpuprep_build_info 1\n"), 0o644)
-	if err := WriteMetrics(dir, HookEpilog, "gpu01", testMetrics(), Build{Version: "dev"}); err != nil {
+	if err := Write(dir, HookEpilog, "gpu01", testMetrics(), Build{Version: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, PromFile(HookEpilog))
@@ -128,10 +128,10 @@ func TestWriteMetrics(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "textfile")
-	if err := WriteMetrics(missing, HookEpilog, "gpu01", Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
+	if err := Write(missing, HookEpilog, "gpu01", Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("missing dir: %v", err)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
-		t.Fatal("WriteMetrics created the textfile directory")
+		t.Fatal("Write created the textfile directory")
 	}
 }

@@ -1,4 +1,4 @@
-package drift
+package metrics
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 	m.AddXIDClear(ClearByAdmin, g)
 	m.SetRun(HookHealth, t0, time.Second, true)
 	for _, hook := range []string{HookProlog, HookEpilog, HookHealth} {
-		text := FormatMetrics(hook, "gpu01", m, Build{Version: "1.0.0", Commit: "abc"})
+		text := Format(hook, "gpu01", m, Build{Version: "1.0.0", Commit: "abc"})
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(text)
 		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {

@@ -1,4 +1,4 @@
-package drift
+package fleet
 
 import (
 	"context"
@@ -9,27 +9,29 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"gpuprep/lib/drift"
 )
 
-// FleetLayout says which drift files a --from PATH names, for the flag's
+// Layout says which drift files a --from PATH names, for the flag's
 // help.
-const FleetLayout = "a drift file (<node>.jsonl, <node>.drift.jsonl or <node>/drift.jsonl), " +
+const Layout = "a drift file (<node>.jsonl, <node>.drift.jsonl or <node>/drift.jsonl), " +
 	"a node's directory holding drift.jsonl, or a directory of <node>.jsonl files and <node>/ directories holding drift.jsonl"
 
 // errNoDriftFile is a --from directory with no drift file in it.
 var errNoDriftFile = errors.New("no drift file in it (want <node>.jsonl, <node>.drift.jsonl, <node>/drift.jsonl or drift.jsonl)")
 
-// ReadFleet reads the drift files that paths name (FleetFiles) into a
+// Read reads the drift files that paths name (Files) into a
 // Fleet, each once however often it is named, keeping the records at or
 // after since (all when since is zero). A bad line costs only itself
-// (ReadFrom). A path that does not exist, names no drift file, or holds a
+// (drift.ReadFrom). A path that does not exist, names no drift file, or holds a
 // file that cannot be read is an error starting with that path. It stops
 // between files once ctx is done.
-func ReadFleet(ctx context.Context, paths []string, since time.Time) (*Fleet, error) {
+func Read(ctx context.Context, paths []string, since time.Time) (*Fleet, error) {
 	var fl Fleet
 	seen := map[string]bool{}
 	for _, p := range paths {
-		files, err := FleetFiles(p)
+		files, err := Files(p)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -45,7 +47,7 @@ func ReadFleet(ctx context.Context, paths []string, since time.Time) (*Fleet, er
 				continue
 			}
 			seen[key] = true
-			recs, skipped, err := readFleetFile(ff.Path, since)
+			recs, skipped, err := readFile(ff.Path, since)
 			if err != nil {
 				if ff.Path == p {
 					return nil, fmt.Errorf("%s: %w", p, err)
@@ -59,7 +61,7 @@ func ReadFleet(ctx context.Context, paths []string, since time.Time) (*Fleet, er
 	return &fl, nil
 }
 
-// FleetFiles lists the drift files path names, with the node each file's
+// Files lists the drift files path names, with the node each file's
 // name says:
 //   - a file: itself, whatever its name (an explicit path is a drift file);
 //   - a directory holding drift.jsonl: that file, one node's (the directory's name);
@@ -70,7 +72,7 @@ func ReadFleet(ctx context.Context, paths []string, since time.Time) (*Fleet, er
 // Symlinks are followed. An error (a path that does not exist, a directory
 // with no drift file, a device or FIFO, a <node>.jsonl symlink to nothing)
 // does not repeat path; one about a file under it names that file.
-func FleetFiles(path string) ([]FleetFile, error) {
+func Files(path string) ([]File, error) {
 	if path == "" {
 		return nil, errors.New("empty path")
 	}
@@ -79,24 +81,24 @@ func FleetFiles(path string) ([]FleetFile, error) {
 		return nil, bare(err)
 	}
 	if fi.Mode().IsRegular() {
-		return []FleetFile{{Path: path, Node: fileNode(path)}}, nil
+		return []File{{Path: path, Node: fileNode(path)}}, nil
 	}
 	if !fi.IsDir() {
 		return nil, errors.New("not a regular file or directory")
 	}
-	own := filepath.Join(path, FileName)
+	own := filepath.Join(path, drift.FileName)
 	ok, err := isRegular(own)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", own, err)
 	}
 	if ok {
-		return []FleetFile{{Path: own, Node: dirNode(path)}}, nil
+		return []File{{Path: own, Node: dirNode(path)}}, nil
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		return nil, bare(err)
 	}
-	var out []FleetFile
+	var out []File
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
@@ -112,16 +114,16 @@ func FleetFiles(path string) ([]FleetFile, error) {
 		}
 		switch {
 		case st.IsDir():
-			sub := filepath.Join(p, FileName)
+			sub := filepath.Join(p, drift.FileName)
 			ok, err := isRegular(sub)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", sub, err)
 			}
 			if ok {
-				out = append(out, FleetFile{Path: sub, Node: name})
+				out = append(out, File{Path: sub, Node: name})
 			}
 		case st.Mode().IsRegular() && strings.HasSuffix(name, ".jsonl"):
-			out = append(out, FleetFile{Path: p, Node: nameNode(name)})
+			out = append(out, File{Path: p, Node: nameNode(name)})
 		}
 	}
 	if len(out) == 0 {
@@ -130,15 +132,15 @@ func FleetFiles(path string) ([]FleetFile, error) {
 	return out, nil
 }
 
-// readFleetFile reads one drift file (ReadFrom); its error does not name
+// readFile reads one drift file (drift.ReadFrom); its error does not name
 // the file.
-func readFleetFile(path string, since time.Time) ([]Record, Skipped, error) {
+func readFile(path string, since time.Time) ([]drift.Record, drift.Skipped, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, Skipped{}, bare(err)
+		return nil, drift.Skipped{}, bare(err)
 	}
 	defer f.Close()
-	recs, skipped, err := ReadFrom(f, since)
+	recs, skipped, err := drift.ReadFrom(f, since)
 	return recs, skipped, bare(err)
 }
 
@@ -158,7 +160,7 @@ func isRegular(path string) (bool, error) {
 // fileNode is the node a drift file's name says: gpu01 for .../gpu01.jsonl,
 // .../gpu01.drift.jsonl and .../gpu01/drift.jsonl.
 func fileNode(path string) string {
-	if filepath.Base(path) == FileName {
+	if filepath.Base(path) == drift.FileName {
 		return dirNode(filepath.Dir(path))
 	}
 	return nameNode(filepath.Base(path))
@@ -166,7 +168,7 @@ func fileNode(path string) string {
 
 // nameNode is a file name less ".drift.jsonl", else less ".jsonl".
 func nameNode(name string) string {
-	if n, ok := strings.CutSuffix(name, "."+FileName); ok && n != "" {
+	if n, ok := strings.CutSuffix(name, "."+drift.FileName); ok && n != "" {
 		return n
 	}
 	return strings.TrimSuffix(name, ".jsonl")

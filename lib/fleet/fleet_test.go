@@ -1,4 +1,4 @@
-package drift
+package fleet
 
 import (
 	"bytes"
@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gpuprep/lib/drift"
 )
 
 // fleetOf adds each file's records in turn.
-func fleetOf(files map[string][]Record, order ...string) *Fleet {
+func fleetOf(files map[string][]drift.Record, order ...string) *Fleet {
 	var fl Fleet
 	for _, name := range order {
-		fl.Add(FleetFile{Path: "fleet/" + name + ".jsonl", Node: name}, files[name])
+		fl.Add(File{Path: "fleet/" + name + ".jsonl", Node: name}, files[name])
 	}
 	return &fl
 }
@@ -25,10 +27,10 @@ func fleetOf(files map[string][]Record, order ...string) *Fleet {
 // every GPU are one "gpu" row; a record without a kind counts as drift.
 func TestFleetGroupsKnobs(t *testing.T) {
 	inv := rec(30, "gpu07", "gpu_persistence", "gpu:GPU-aaaa", "on", "off")
-	inv.Kind = KindInvariant
+	inv.Kind = drift.KindInvariant
 	noKind := rec(1, "gpu03", "thp_enabled", "node", "never", "always")
 	noKind.Kind = ""
-	files := map[string][]Record{
+	files := map[string][]drift.Record{
 		"gpu01": {rec(0, "gpu01", "cpu_governor", "node", "performance", "powersave"),
 			rec(50, "gpu01", "cpu_governor", "node", "performance", "powersave"),
 			rec(2, "gpu01", "gpu_persistence", "gpu:GPU-1111", "on", "off"),
@@ -45,10 +47,10 @@ func TestFleetGroupsKnobs(t *testing.T) {
 		last              int
 	}
 	want := []row{
-		{KindDrift, "cpu_governor", "node", 4, 3, "gpu[01-03]", 50},
-		{KindDrift, "gpu_persistence", "gpu", 2, 1, "gpu01", 3},
-		{KindInvariant, "gpu_persistence", "gpu", 1, 1, "gpu07", 30},
-		{KindDrift, "thp_enabled", "node", 1, 1, "gpu03", 1},
+		{drift.KindDrift, "cpu_governor", "node", 4, 3, "gpu[01-03]", 50},
+		{drift.KindDrift, "gpu_persistence", "gpu", 2, 1, "gpu01", 3},
+		{drift.KindInvariant, "gpu_persistence", "gpu", 1, 1, "gpu07", 30},
+		{drift.KindDrift, "thp_enabled", "node", 1, 1, "gpu03", 1},
 	}
 	var got []row
 	for _, k := range rep.Knobs {
@@ -63,7 +65,7 @@ func TestFleetGroupsKnobs(t *testing.T) {
 	if n := rep.Knobs[0].NodeNames; !reflect.DeepEqual(n, []string{"gpu01", "gpu02", "gpu03"}) {
 		t.Errorf("node names %q", n)
 	}
-	if tot := (FleetTotals{Records: 8, Knobs: 4, Nodes: 4, Files: 4}); rep.Totals != tot {
+	if tot := (Totals{Records: 8, Knobs: 4, Nodes: 4, Files: 4}); rep.Totals != tot {
 		t.Errorf("totals %+v, want %+v", rep.Totals, tot)
 	}
 	if rep.Files[2].Records != 2 || rep.Files[2].Node != "gpu03" {
@@ -75,7 +77,7 @@ func TestFleetGroupsKnobs(t *testing.T) {
 // distinct knobs and its most frequent knob (a tie goes to the first by
 // name); --top cuts the list but not the node count.
 func TestFleetTopNodes(t *testing.T) {
-	files := map[string][]Record{
+	files := map[string][]drift.Record{
 		"gpu01": {rec(0, "gpu01", "cpu_governor", "node", "performance", "powersave"),
 			rec(1, "gpu01", "vm_swappiness", "node", "10", "60"),
 			rec(2, "gpu01", "vm_swappiness", "node", "10", "60")},
@@ -86,7 +88,7 @@ func TestFleetTopNodes(t *testing.T) {
 		"gpu04": {rec(0, "gpu04", "cpu_governor", "node", "performance", "powersave")},
 	}
 	rep := fleetOf(files, "gpu04", "gpu03", "gpu02", "gpu01").Report(3)
-	want := []FleetNode{
+	want := []Node{
 		{Node: "gpu01", Records: 3, Knobs: 2, TopKnob: "vm_swappiness", TopKnobRecords: 2, LastSeen: t0.Add(2 * time.Minute)},
 		{Node: "gpu02", Records: 2, Knobs: 2, TopKnob: "cpu_governor", TopKnobRecords: 1, LastSeen: t0.Add(time.Minute)},
 		{Node: "gpu03", Records: 2, Knobs: 2, TopKnob: "thp_enabled", TopKnobRecords: 1, LastSeen: t0.Add(9 * time.Minute)},
@@ -105,7 +107,7 @@ func TestFleetTopNodes(t *testing.T) {
 // Rows of equal counts are ordered by name, whatever the order the files
 // were read in: the report is the same.
 func TestFleetTiesAreDeterministic(t *testing.T) {
-	files := map[string][]Record{
+	files := map[string][]drift.Record{
 		"b1": {rec(5, "b1", "zeta", "node", "1", "2"), rec(0, "b1", "alpha", "node", "1", "2")},
 		"a1": {rec(0, "a1", "mid", "node", "1", "2"), rec(9, "a1", "alpha", "node", "1", "2")},
 		"c1": {rec(0, "c1", "zeta", "node", "1", "2"), rec(1, "c1", "mid", "node", "1", "2")},
@@ -131,7 +133,7 @@ func TestFleetTiesAreDeterministic(t *testing.T) {
 		}
 	}
 	// More nodes outrank fewer at equal records.
-	wide := fleetOf(map[string][]Record{
+	wide := fleetOf(map[string][]drift.Record{
 		"n1": {rec(0, "n1", "aa", "node", "1", "2"), rec(1, "n1", "aa", "node", "1", "2"), rec(0, "n1", "zz", "node", "1", "2")},
 		"n2": {rec(0, "n2", "zz", "node", "1", "2")},
 	}, "n1", "n2").Report(0)
@@ -143,11 +145,11 @@ func TestFleetTiesAreDeterministic(t *testing.T) {
 // A record's own node wins; one without a node is the file's.
 func TestFleetNodeFallsBackToFileName(t *testing.T) {
 	var fl Fleet
-	fl.Add(FleetFile{Path: "fleet/gpu05.jsonl", Node: "gpu05"}, []Record{
+	fl.Add(File{Path: "fleet/gpu05.jsonl", Node: "gpu05"}, []drift.Record{
 		rec(0, "", "cpu_governor", "node", "performance", "powersave"),
 		rec(1, "gpu09", "cpu_governor", "node", "performance", "powersave"),
 	})
-	fl.Add(FleetFile{Path: "fleet/gpu06/drift.jsonl", Node: "gpu06"}, []Record{rec(2, "", "cpu_governor", "node", "performance", "powersave")})
+	fl.Add(File{Path: "fleet/gpu06/drift.jsonl", Node: "gpu06"}, []drift.Record{rec(2, "", "cpu_governor", "node", "performance", "powersave")})
 	rep := fl.Report(0)
 	if h := rep.Knobs[0].Hostlist; h != "gpu[05-06,09]" {
 		t.Errorf("hostlist %q, want gpu[05-06,09]", h)
@@ -159,15 +161,15 @@ func TestFleetNodeFallsBackToFileName(t *testing.T) {
 
 func TestWriteFleetReport(t *testing.T) {
 	inv := rec(30, "gpu07", "gpu_persistence", "gpu:GPU-aaaa", "on", "off")
-	inv.Kind = KindInvariant
-	fl := fleetOf(map[string][]Record{
+	inv.Kind = drift.KindInvariant
+	fl := fleetOf(map[string][]drift.Record{
 		"gpu01": {rec(0, "gpu01", "cpu_governor", "node", "performance", "powersave"), rec(50, "gpu01", "cpu_governor", "node", "performance", "powersave")},
 		"gpu02": {rec(20, "gpu02", "cpu_governor", "node", "performance", "schedutil")},
 		"gpu07": {inv, rec(5, "gpu07", "thp_enabled", "node", "never", "always")},
 	}, "gpu01", "gpu02", "gpu07")
-	fl.files[1].Skipped = Skipped{Garbage: 2, Lines: []int{3, 4}}
+	fl.files[1].Skipped = drift.Skipped{Garbage: 2, Lines: []int{3, 4}}
 	var b bytes.Buffer
-	if err := WriteFleetReport(&b, fl.Report(2)); err != nil {
+	if err := WriteReport(&b, fl.Report(2)); err != nil {
 		t.Fatal(err)
 	}
 	want := `FLEET: 5 records, 3 knobs, 3 nodes, 3 files (2 unreadable lines skipped)
@@ -186,7 +188,7 @@ gpu07  2        2      gpu_persistence (1)
 	}
 
 	b.Reset()
-	if err := WriteFleetReport(&b, (&Fleet{}).Report(10)); err != nil || b.String() != "FLEET: 0 records, 0 knobs, 0 nodes, 0 files\nno drift recorded\n" {
+	if err := WriteReport(&b, (&Fleet{}).Report(10)); err != nil || b.String() != "FLEET: 0 records, 0 knobs, 0 nodes, 0 files\nno drift recorded\n" {
 		t.Errorf("empty: %q %v", b.String(), err)
 	}
 }
@@ -194,15 +196,15 @@ gpu07  2        2      gpu_persistence (1)
 // The JSON document's keys are snake_case and stable; empty lists are [].
 func TestWriteFleetReportJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteFleetReportJSON(&b, (&Fleet{}).Report(10)); err != nil {
+	if err := WriteReportJSON(&b, (&Fleet{}).Report(10)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `"files": []`) || !strings.Contains(b.String(), `"knobs": []`) || !strings.Contains(b.String(), `"top_nodes": []`) {
 		t.Errorf("empty lists are not []:\n%s", b.String())
 	}
-	fl := fleetOf(map[string][]Record{"gpu01": {rec(0, "gpu01", "cpu_governor", "node", "performance", "powersave")}}, "gpu01")
+	fl := fleetOf(map[string][]drift.Record{"gpu01": {rec(0, "gpu01", "cpu_governor", "node", "performance", "powersave")}}, "gpu01")
 	b.Reset()
-	if err := WriteFleetReportJSON(&b, fl.Report(10)); err != nil {
+	if err := WriteReportJSON(&b, fl.Report(10)); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any

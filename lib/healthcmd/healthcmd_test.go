@@ -1,4 +1,4 @@
-package hookcmd
+package healthcmd
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func (h *healthRunner) kmsg(line string) {
 func (h *healthRunner) health(extra ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	args := append([]string{"--root", h.root, "--gpu-backend", "mock:dgxh100", "--config", h.cfg, "--state-dir", h.spool, "--node", "gpu01", "--no-drain"}, extra...)
-	code := HealthProgram(cli.Env{Args: args, Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errb})
+	code := Main(cli.Env{Args: args, Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
 

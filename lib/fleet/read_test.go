@@ -1,4 +1,4 @@
-package drift
+package fleet
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gpuprep/lib/drift"
 )
 
 // line is one drift record as the epilog writes it, minute min after t0.
@@ -33,7 +35,7 @@ func write(t *testing.T, path, content string) {
 }
 
 // files is "path=node" of each file, in order.
-func files(ffs []FleetFile) []string {
+func files(ffs []File) []string {
 	var out []string
 	for _, f := range ffs {
 		out = append(out, f.Path+"="+f.Node)
@@ -74,16 +76,16 @@ func TestFleetFilesShapes(t *testing.T) {
 		{d + "/tree/gpu05/.", []string{d + "/tree/gpu05/drift.jsonl=gpu05"}},
 		{d + "/tree", []string{d + "/tree/gpu05/drift.jsonl=gpu05", d + "/tree/gpu06/drift.jsonl=gpu06", d + "/tree/gpu10.jsonl=gpu10"}},
 	} {
-		got, err := FleetFiles(c.path)
+		got, err := Files(c.path)
 		if err != nil || !reflect.DeepEqual(files(got), c.want) {
-			t.Errorf("FleetFiles(%s) = %q, %v; want %q", c.path, files(got), err, c.want)
+			t.Errorf("Files(%s) = %q, %v; want %q", c.path, files(got), err, c.want)
 		}
 	}
 
 	// A relative drift.jsonl is its directory's node.
 	t.Chdir(d + "/tree/gpu06")
-	if got, err := FleetFiles("drift.jsonl"); err != nil || !reflect.DeepEqual(files(got), []string{"drift.jsonl=gpu06"}) {
-		t.Errorf("FleetFiles(drift.jsonl) in gpu06 = %q, %v", files(got), err)
+	if got, err := Files("drift.jsonl"); err != nil || !reflect.DeepEqual(files(got), []string{"drift.jsonl=gpu06"}) {
+		t.Errorf("Files(drift.jsonl) in gpu06 = %q, %v", files(got), err)
 	}
 }
 
@@ -105,9 +107,9 @@ func TestFleetBadPaths(t *testing.T) {
 		{"/dev/null", "/dev/null: not a regular file or directory", false},
 		{"", ": empty path", false},
 	} {
-		fl, err := ReadFleet(context.Background(), []string{d + "/other/notes.txt", c.path}, time.Time{})
+		fl, err := Read(context.Background(), []string{d + "/other/notes.txt", c.path}, time.Time{})
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) || errors.Is(err, fs.ErrNotExist) != c.notExist || fl != nil {
-			t.Errorf("ReadFleet(%q) = %v, %v; want an error starting %q", c.path, fl, err, c.want)
+			t.Errorf("Read(%q) = %v, %v; want an error starting %q", c.path, fl, err, c.want)
 		}
 	}
 	// A file under the directory that is missing or cannot be read names
@@ -116,18 +118,18 @@ func TestFleetBadPaths(t *testing.T) {
 	os.Symlink(d+"/nowhere/gpu05.jsonl", d+"/links/gpu05.jsonl")
 	os.Symlink(d+"/nowhere/notes", d+"/links/notes")
 	write(t, d+"/links/gpu06.jsonl", line(0, "gpu06", "k"))
-	_, err := ReadFleet(context.Background(), []string{d + "/links"}, time.Time{})
+	_, err := Read(context.Background(), []string{d + "/links"}, time.Time{})
 	if want := d + "/links: " + d + "/links/gpu05.jsonl: no such file or directory"; err == nil || err.Error() != want {
 		t.Errorf("a dangling <node>.jsonl: %v, want %s", err, want)
 	}
 	os.Remove(d + "/links/gpu05.jsonl")
-	if fl, err := ReadFleet(context.Background(), []string{d + "/links"}, time.Time{}); err != nil || fl.Report(0).Totals.Files != 1 {
+	if fl, err := Read(context.Background(), []string{d + "/links"}, time.Time{}); err != nil || fl.Report(0).Totals.Files != 1 {
 		t.Errorf("a dangling link named like no drift file is left out: %v", err)
 	}
 	if os.Geteuid() != 0 { // root reads any file
 		write(t, d+"/locked/gpu01.jsonl", line(0, "gpu01", "k"))
 		os.Chmod(d+"/locked/gpu01.jsonl", 0)
-		_, err := ReadFleet(context.Background(), []string{d + "/locked"}, time.Time{})
+		_, err := Read(context.Background(), []string{d + "/locked"}, time.Time{})
 		if want := d + "/locked: " + d + "/locked/gpu01.jsonl: permission denied"; err == nil || err.Error() != want {
 			t.Errorf("unreadable file: %v, want %s", err, want)
 		}
@@ -140,10 +142,10 @@ func TestFleetBadPaths(t *testing.T) {
 func TestReadFleetRobust(t *testing.T) {
 	d := t.TempDir()
 	write(t, d+"/fleet/gpu01.jsonl", line(0, "gpu01", "cpu_governor")+"garbage\x00\xff\n\n"+
-		`{"knob":"`+strings.Repeat("x", maxLine+10)+`"}`+"\n"+line(10, "gpu01", "cpu_governor")+`{"time":"2026-03-01T10:11:00Z","kn`)
+		`{"knob":"`+strings.Repeat("x", drift.MaxLine+10)+`"}`+"\n"+line(10, "gpu01", "cpu_governor")+`{"time":"2026-03-01T10:11:00Z","kn`)
 	write(t, d+"/fleet/gpu02.jsonl", "")
 	write(t, d+"/fleet/gpu03/drift.jsonl", line(5, "", "thp_enabled")+line(6, "gpu03", "thp_enabled"))
-	fl, err := ReadFleet(context.Background(), []string{d + "/fleet", d + "/fleet/gpu01.jsonl", d + "/fleet/../fleet/gpu02.jsonl"}, time.Time{})
+	fl, err := Read(context.Background(), []string{d + "/fleet", d + "/fleet/gpu01.jsonl", d + "/fleet/../fleet/gpu02.jsonl"}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,28 +178,28 @@ func TestReadFleetRobust(t *testing.T) {
 		t.Errorf("note %q", s)
 	}
 
-	fl, err = ReadFleet(context.Background(), []string{d + "/fleet"}, t0.Add(6*time.Minute))
+	fl, err = Read(context.Background(), []string{d + "/fleet"}, t0.Add(6*time.Minute))
 	if err != nil || fl.Report(0).Totals.Records != 2 {
 		t.Errorf("--since: %+v %v", fl.Report(0).Totals, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ReadFleet(ctx, []string{d + "/fleet"}, time.Time{}); !errors.Is(err, context.Canceled) {
+	if _, err := Read(ctx, []string{d + "/fleet"}, time.Time{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a done context: %v", err)
 	}
 }
 
-// ReadFrom is Read's parser on any reader.
+// drift.ReadFrom is Read's parser on any reader.
 func TestReadFrom(t *testing.T) {
-	recs, sk, err := ReadFrom(strings.NewReader(line(0, "n1", "a")+"x\n"+line(1, "n1", "b")), time.Time{})
+	recs, sk, err := drift.ReadFrom(strings.NewReader(line(0, "n1", "a")+"x\n"+line(1, "n1", "b")), time.Time{})
 	if err != nil || len(recs) != 2 || recs[1].Knob != "b" || sk.Garbage != 1 || !reflect.DeepEqual(sk.Lines, []int{2}) {
 		t.Errorf("%+v %+v %v", recs, sk, err)
 	}
-	if recs, sk, err := ReadFrom(strings.NewReader(""), time.Time{}); recs != nil || sk.Total() != 0 || err != nil {
+	if recs, sk, err := drift.ReadFrom(strings.NewReader(""), time.Time{}); recs != nil || sk.Total() != 0 || err != nil {
 		t.Errorf("empty: %+v %+v %v", recs, sk, err)
 	}
-	if _, _, err := ReadFrom(errReader{}, time.Time{}); err == nil || err.Error() != "disk on fire" {
+	if _, _, err := drift.ReadFrom(errReader{}, time.Time{}); err == nil || err.Error() != "disk on fire" {
 		t.Errorf("read error: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package hookcmd
+package healthcmd
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"gpuprep/internal/fulldisk"
 	"gpuprep/internal/gpumock"
+	"gpuprep/internal/hooktest"
 	"gpuprep/lib/cli"
 	"gpuprep/lib/slurm"
 )
@@ -92,7 +93,7 @@ type standingNode struct {
 
 func newStandingNode(t *testing.T) *standingNode {
 	t.Helper()
-	root, cfg, spool := healthRoot(t, "")
+	root, cfg, spool := hooktest.HealthRoot(t, "")
 	dir := t.TempDir()
 	n := &standingNode{t: t, root: root, cfg: cfg, spool: spool, log: filepath.Join(dir, "gpuprep.log"), proms: filepath.Join(dir, "textfile"),
 		slurm: &fakeSlurm{state: "IDLE"}, seq: 1}
@@ -179,7 +180,7 @@ func (n *standingNode) health(env map[string]string, extra ...string) healthOut 
 func (n *standingNode) healthRaw(env map[string]string, extra ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	args := append([]string{"--root", n.root, "--gpu-backend", "mock:dgxh100", "--config", n.cfg, "--state-dir", n.spool, "--node", "gpu01"}, extra...)
-	code := HealthProgram(cli.Env{Args: args, Getenv: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb})
+	code := Main(cli.Env{Args: args, Getenv: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
 
@@ -377,7 +378,7 @@ func TestResetLinesDoNotClear(t *testing.T) {
 // driver without the field is a skip.
 func TestRecoveryAction(t *testing.T) {
 	n := newStandingNode(t)
-	injectFault(t, n.root, 1, gpumock.Faults{RecoveryAction: 1}) // GPU 1, 0000:2a:00.0: GPU reset
+	hooktest.InjectFault(t, n.root, 1, gpumock.Faults{RecoveryAction: 1}) // GPU 1, 0000:2a:00.0: GPU reset
 	h := n.health(nil)
 	if h.code != 1 || !strings.HasPrefix(h.Decision.Reason, "gpuprep: xid: GPU 1 (0000:2a:00.0): ") || !strings.Contains(h.Decision.Reason, "GPU reset") {
 		t.Fatalf("recovery action GPU reset: exit %d %+v", h.code, h.Decision)
@@ -388,7 +389,7 @@ func TestRecoveryAction(t *testing.T) {
 	if code, stderr := n.prolog("2"); code != 0 {
 		t.Errorf("prolog on GPU 2: exit %d %q", code, stderr)
 	}
-	injectFault(t, n.root, 1, gpumock.Faults{})
+	hooktest.InjectFault(t, n.root, 1, gpumock.Faults{})
 	if h := n.health(nil); h.code != 0 || n.slurm.resumes != 1 {
 		t.Fatalf("recovery action back to none: exit %d, %d resumes, fatal %q", h.code, n.slurm.resumes, h.fatal())
 	}
@@ -396,12 +397,12 @@ func TestRecoveryAction(t *testing.T) {
 	// Xid 79 with the driver asking for a reboot; the action back to none
 	// clears the GPU's history; the node is resumed.
 	n.kernel(xidLine("18:00", 79, "GPU has fallen off the bus."))
-	injectFault(t, n.root, 0, gpumock.Faults{RecoveryAction: 2})
+	hooktest.InjectFault(t, n.root, 0, gpumock.Faults{RecoveryAction: 2})
 	h = n.health(nil)
 	if h.code != 1 || len(h.fatal()) != 1 || !strings.Contains(h.fatal()[0], "Xid 79") || !strings.Contains(h.fatal()[0], "reboot") {
 		t.Fatalf("Xid 79, node reboot: exit %d %q", h.code, h.fatal())
 	}
-	injectFault(t, n.root, 0, gpumock.Faults{})
+	hooktest.InjectFault(t, n.root, 0, gpumock.Faults{})
 	h = n.health(nil)
 	if st, _ := n.slurm.node(); h.code != 0 || st != "IDLE" || len(h.Health.History[bus0]) != 0 {
 		t.Errorf("recovery action back to none: exit %d node %s history %v fatal %q", h.code, st, h.codes(bus0), h.fatal())
@@ -418,7 +419,7 @@ func TestRecoveryAction(t *testing.T) {
 	}
 
 	// A driver without the field: skipped, not failed.
-	injectFault(t, n.root, 4, gpumock.Faults{RecoveryUnsupported: true})
+	hooktest.InjectFault(t, n.root, 4, gpumock.Faults{RecoveryUnsupported: true})
 	if code, stderr := n.prolog("4"); code != 0 {
 		t.Errorf("recovery action not supported: prolog on GPU 4: exit %d %q", code, stderr)
 	}

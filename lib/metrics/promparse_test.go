@@ -1,4 +1,4 @@
-package drift
+package metrics
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func parseProm(text string) (map[string]float64, error) {
 			case dto.MetricType_UNTYPED:
 				samples[series] = m.GetUntyped().GetValue()
 			default:
-				// Not a validity check: FormatMetrics writes no histograms or
+				// Not a validity check: Format writes no histograms or
 				// summaries, so this helper does not flatten them.
 				return nil, fmt.Errorf("%s: %v not flattened by parseProm", name, mf.GetType())
 			}

@@ -1,42 +1,44 @@
-package drift
+// Package fleet is the fleet report, gpuprep-epilog --report --from: the
+// drift records (lib/drift) of many nodes' drift files, copied to one
+// place, grouped by knob (on which nodes, how often, when last) and by
+// node (the top offenders). read.go finds and reads the files a --from
+// PATH names; fleet.go counts the records and writes the report as tables
+// or JSON, to an io.Writer, opening nothing.
+package fleet
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"gpuprep/lib/drift"
+	"gpuprep/lib/knobval"
 	"gpuprep/lib/plural"
+	"gpuprep/lib/slurm"
 )
-
-// The fleet summary of gpuprep-epilog --report --from: the drift records of
-// many nodes' drift files grouped by knob (on which nodes, how often, when
-// last) and by node (the top offenders). This file opens nothing:
-// fleetread.go finds and reads the files, and the writers below take an
-// io.Writer.
 
 // DefaultTop is how many nodes TOP NODES lists unless --top says otherwise.
 const DefaultTop = 10
 
-// FleetFile is one drift file of a fleet report.
-type FleetFile struct {
+// File is one drift file of a fleet report.
+type File struct {
 	Path string `json:"path"`
 	// Node is the node the file's name says (gpu01 for gpu01.jsonl,
 	// gpu01.drift.jsonl and gpu01/drift.jsonl): the node of its records
 	// that name none. A record's own node wins.
-	Node    string  `json:"node"`
-	Records int     `json:"records"` // records kept (at or after --since)
-	Skipped Skipped `json:"skipped"` // unreadable lines
+	Node    string        `json:"node"`
+	Records int           `json:"records"` // records kept (at or after --since)
+	Skipped drift.Skipped `json:"skipped"` // unreadable lines
 }
 
-// FleetKnob is every record of one kind, knob and scope across the fleet.
-type FleetKnob struct {
+// Knob is every record of one kind, knob and scope across the fleet.
+type Knob struct {
 	Kind  string `json:"kind"`
 	Knob  string `json:"knob"`
-	Scope string `json:"scope"` // FleetScope of the records' scope
+	Scope string `json:"scope"` // Scope of the records' scope
 	// Records is how many records; Nodes on how many nodes, Hostlist and
 	// NodeNames which (Slurm's hostlist form; sorted, each once).
 	Records   int       `json:"records"`
@@ -46,8 +48,8 @@ type FleetKnob struct {
 	LastSeen  time.Time `json:"last_seen"` // UTC
 }
 
-// FleetNode is one node's share of the fleet's records (both kinds).
-type FleetNode struct {
+// Node is one node's share of the fleet's records (both kinds).
+type Node struct {
 	Node    string `json:"node"`
 	Records int    `json:"records"`
 	Knobs   int    `json:"knobs"` // distinct knob names
@@ -58,9 +60,9 @@ type FleetNode struct {
 	LastSeen       time.Time `json:"last_seen"` // UTC
 }
 
-// FleetTotals are the fleet report's counts: records, knob rows, nodes with
+// Totals are the fleet report's counts: records, knob rows, nodes with
 // a record, files read and the unreadable lines skipped in them.
-type FleetTotals struct {
+type Totals struct {
 	Records int `json:"records"`
 	Knobs   int `json:"knobs"`
 	Nodes   int `json:"nodes"`
@@ -68,53 +70,53 @@ type FleetTotals struct {
 	Skipped int `json:"skipped"`
 }
 
-// FleetReport is the fleet summary, and WriteFleetReportJSON's document.
-type FleetReport struct {
-	Totals   FleetTotals `json:"totals"`
-	Files    []FleetFile `json:"files"`     // in the order read
-	Knobs    []FleetKnob `json:"knobs"`     // the most records first
-	TopNodes []FleetNode `json:"top_nodes"` // the most records first, at most top
+// Report is the fleet summary, and WriteReportJSON's document.
+type Report struct {
+	Totals   Totals `json:"totals"`
+	Files    []File `json:"files"`     // in the order read
+	Knobs    []Knob `json:"knobs"`     // the most records first
+	TopNodes []Node `json:"top_nodes"` // the most records first, at most top
 }
 
 // Fleet gathers the records of many drift files; its zero value is empty.
 type Fleet struct {
-	files []FleetFile
-	knobs map[fleetKey]*fleetKnob
-	nodes map[string]*fleetNode
+	files []File
+	knobs map[key]*knobTally
+	nodes map[string]*nodeTally
 	total int
 }
 
-type fleetKey struct{ kind, knob, scope string }
+type key struct{ kind, knob, scope string }
 
-type fleetKnob struct {
+type knobTally struct {
 	records int
 	last    time.Time
 	nodes   map[string]bool
 }
 
-type fleetNode struct {
+type nodeTally struct {
 	records int
 	last    time.Time
 	knobs   map[string]int // records by knob name
 }
 
-// FleetScope is the scope a fleet report groups a record under: "gpu" for
+// Scope is the scope a fleet report groups a record under: "gpu" for
 // any one GPU's scope ("gpu:<uuid>": each GPU of the fleet has its own), the
 // record's scope otherwise ("node").
-func FleetScope(scope string) string {
-	if strings.HasPrefix(scope, "gpu:") {
+func Scope(scope string) string {
+	if _, ok := knobval.ScopeGPU(scope); ok {
 		return "gpu"
 	}
 	return scope
 }
 
 // Add counts file's records: a record without a node is file.Node's, one
-// without a kind is KindDrift (as Append writes it). file.Records is set to
+// without a kind is drift.KindDrift (as Append writes it). file.Records is set to
 // len(recs).
-func (fl *Fleet) Add(file FleetFile, recs []Record) {
+func (fl *Fleet) Add(file File, recs []drift.Record) {
 	if fl.knobs == nil {
-		fl.knobs = map[fleetKey]*fleetKnob{}
-		fl.nodes = map[string]*fleetNode{}
+		fl.knobs = map[key]*knobTally{}
+		fl.nodes = map[string]*nodeTally{}
 	}
 	file.Records = len(recs)
 	fl.files = append(fl.files, file)
@@ -126,12 +128,12 @@ func (fl *Fleet) Add(file FleetFile, recs []Record) {
 		}
 		kind := r.Kind
 		if kind == "" {
-			kind = KindDrift
+			kind = drift.KindDrift
 		}
-		k := fleetKey{kind, r.Knob, FleetScope(r.Scope)}
+		k := key{kind, r.Knob, Scope(r.Scope)}
 		g := fl.knobs[k]
 		if g == nil {
-			g = &fleetKnob{nodes: map[string]bool{}}
+			g = &knobTally{nodes: map[string]bool{}}
 			fl.knobs[k] = g
 		}
 		g.records++
@@ -141,7 +143,7 @@ func (fl *Fleet) Add(file FleetFile, recs []Record) {
 		}
 		n := fl.nodes[node]
 		if n == nil {
-			n = &fleetNode{knobs: map[string]int{}}
+			n = &nodeTally{knobs: map[string]int{}}
 			fl.nodes[node] = n
 		}
 		n.records++
@@ -155,16 +157,16 @@ func (fl *Fleet) Add(file FleetFile, recs []Record) {
 // Report is the summary of what Add counted. Knobs come the most records
 // first, then on the most nodes, then by knob, scope and kind; nodes the
 // most records first, then by name. top > 0 keeps that many nodes, 0 all.
-func (fl *Fleet) Report(top int) FleetReport {
-	rep := FleetReport{Files: append([]FleetFile{}, fl.files...), Knobs: []FleetKnob{}, TopNodes: []FleetNode{}}
+func (fl *Fleet) Report(top int) Report {
+	rep := Report{Files: append([]File{}, fl.files...), Knobs: []Knob{}, TopNodes: []Node{}}
 	for k, g := range fl.knobs {
 		names := make([]string, 0, len(g.nodes))
 		for n := range g.nodes {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		rep.Knobs = append(rep.Knobs, FleetKnob{Kind: k.kind, Knob: k.knob, Scope: k.scope, Records: g.records,
-			Nodes: len(names), Hostlist: CompactNodes(names), NodeNames: names, LastSeen: g.last.UTC()})
+		rep.Knobs = append(rep.Knobs, Knob{Kind: k.kind, Knob: k.knob, Scope: k.scope, Records: g.records,
+			Nodes: len(names), Hostlist: slurm.CompactHostlist(names), NodeNames: names, LastSeen: g.last.UTC()})
 	}
 	sort.Slice(rep.Knobs, func(a, b int) bool {
 		x, y := rep.Knobs[a], rep.Knobs[b]
@@ -181,7 +183,7 @@ func (fl *Fleet) Report(top int) FleetReport {
 		return x.Kind < y.Kind
 	})
 	for name, n := range fl.nodes {
-		fn := FleetNode{Node: name, Records: n.records, Knobs: len(n.knobs), LastSeen: n.last.UTC()}
+		fn := Node{Node: name, Records: n.records, Knobs: len(n.knobs), LastSeen: n.last.UTC()}
 		for knob, c := range n.knobs {
 			if c > fn.TopKnobRecords || c == fn.TopKnobRecords && knob < fn.TopKnob {
 				fn.TopKnob, fn.TopKnobRecords = knob, c
@@ -200,17 +202,17 @@ func (fl *Fleet) Report(top int) FleetReport {
 	for _, f := range fl.files {
 		skipped += f.Skipped.Total()
 	}
-	rep.Totals = FleetTotals{Records: fl.total, Knobs: len(rep.Knobs), Nodes: len(rep.TopNodes), Files: len(fl.files), Skipped: skipped}
+	rep.Totals = Totals{Records: fl.total, Knobs: len(rep.Knobs), Nodes: len(rep.TopNodes), Files: len(fl.files), Skipped: skipped}
 	if top > 0 && len(rep.TopNodes) > top {
 		rep.TopNodes = rep.TopNodes[:top]
 	}
 	return rep
 }
 
-// WriteFleetReport prints rep as tables: a header line of totals, one row
+// WriteReport prints rep as tables: a header line of totals, one row
 // per knob (KNOB, SCOPE, KIND, RECORDS, NODES, HOSTLIST, LAST SEEN), then
 // TOP NODES (NODE, RECORDS, KNOBS, MOST FREQUENT KNOB).
-func WriteFleetReport(w io.Writer, rep FleetReport) error {
+func WriteReport(w io.Writer, rep Report) error {
 	t := rep.Totals
 	head := fmt.Sprintf("FLEET: %s, %s, %s, %s", plural.Count(t.Records, "record", "records"),
 		plural.Count(t.Knobs, "knob", "knobs"), plural.Count(t.Nodes, "node", "nodes"), plural.Count(t.Files, "file", "files"))
@@ -225,8 +227,8 @@ func WriteFleetReport(w io.Writer, rep FleetReport) error {
 	fmt.Fprintln(tw, head)
 	fmt.Fprintln(tw, "KNOB\tSCOPE\tKIND\tRECORDS\tNODES\tHOSTLIST\tLAST SEEN")
 	for _, k := range rep.Knobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", show(k.Knob), show(k.Scope), show(k.Kind), k.Records,
-			k.Nodes, show(k.Hostlist), k.LastSeen.UTC().Format(timeFormat))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", drift.Show(k.Knob), drift.Show(k.Scope), drift.Show(k.Kind), k.Records,
+			k.Nodes, drift.Show(k.Hostlist), k.LastSeen.UTC().Format(drift.TimeFormat))
 	}
 	title := "TOP NODES"
 	if len(rep.TopNodes) < t.Nodes {
@@ -235,21 +237,21 @@ func WriteFleetReport(w io.Writer, rep FleetReport) error {
 	fmt.Fprintf(tw, "\n%s\n", title)
 	fmt.Fprintln(tw, "NODE\tRECORDS\tKNOBS\tMOST FREQUENT KNOB")
 	for _, n := range rep.TopNodes {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s (%d)\n", show(n.Node), n.Records, n.Knobs, show(n.TopKnob), n.TopKnobRecords)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s (%d)\n", drift.Show(n.Node), n.Records, n.Knobs, drift.Show(n.TopKnob), n.TopKnobRecords)
 	}
 	return tw.Flush()
 }
 
-// WriteFleetReportJSON writes rep as one indented JSON document.
-func WriteFleetReportJSON(w io.Writer, rep FleetReport) error {
+// WriteReportJSON writes rep as one indented JSON document.
+func WriteReportJSON(w io.Writer, rep Report) error {
 	if rep.Files == nil {
-		rep.Files = []FleetFile{}
+		rep.Files = []File{}
 	}
 	if rep.Knobs == nil {
-		rep.Knobs = []FleetKnob{}
+		rep.Knobs = []Knob{}
 	}
 	if rep.TopNodes == nil {
-		rep.TopNodes = []FleetNode{}
+		rep.TopNodes = []Node{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

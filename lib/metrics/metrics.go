@@ -1,19 +1,28 @@
-package drift
+// Package metrics is gpuprep's Prometheus metrics for node_exporter's
+// textfile collector: what one writer (the prolog, the epilog,
+// gpuprep-health) reports, its counters carried between runs in the spool
+// (metrics.go), the health checks' and Xids' series with dcgm-exporter's
+// GPU labels (health.go), and the text exposition format, written
+// atomically as gpuprep-<writer>.prom (prom.go). Which directory, and what
+// a run adds, is the commands' (lib/hookcmd, lib/healthcmd, through
+// lib/textfile).
+package metrics
 
 import (
 	"fmt"
 	"time"
 
+	"gpuprep/lib/drift"
 	"gpuprep/lib/state"
 )
 
-// MetricsFile is the spool file that carries one writer's metrics between
+// StateFile is the spool file that carries one writer's metrics between
 // its runs ("metrics-epilog.json"), so its counters never go back to zero.
-func MetricsFile(hook string) string { return "metrics-" + hook + ".json" }
+func StateFile(hook string) string { return "metrics-" + hook + ".json" }
 
-// LegacyMetricsFile is the one file all writers shared before each had its
+// LegacyStateFile is the one file all writers shared before each had its
 // own; the epilog takes its counters over once.
-const LegacyMetricsFile = "metrics.json"
+const LegacyStateFile = "metrics.json"
 
 // Writers: the hooks, and gpuprep-health.
 const (
@@ -30,7 +39,7 @@ type Run struct {
 }
 
 // Metrics is what one writer's textfile (PromFile) reports. The event
-// counts are counters: they only grow, kept in the spool (MetricsFile).
+// counts are counters: they only grow, kept in the spool (StateFile).
 type Metrics struct {
 	DriftEvents     map[string]uint64 `json:"drift_events"`     // by knob, Kind "drift"
 	InvariantEvents map[string]uint64 `json:"invariant_events"` // by knob, Kind "invariant"
@@ -42,7 +51,7 @@ type Metrics struct {
 	// for, by the profile asked for.
 	Fallbacks map[string]uint64 `json:"profile_fallbacks,omitempty"`
 	// Checks are the health checks' last outcome on each scope, and XIDs
-	// the Xids this writer read, by code and GPU (healthmetrics.go).
+	// the Xids this writer read, by code and GPU (health.go).
 	Checks map[string]CheckState `json:"checks,omitempty"`
 	XIDs   map[string]XIDCount   `json:"xids,omitempty"`
 	// Drained is gpuprep_node_drained (gpuprep-health only): 1 drained by
@@ -52,7 +61,7 @@ type Metrics struct {
 	// but the log had lost (overwritten first): Xids in them are unknown.
 	KmsgLost uint64 `json:"kmsg_lost_records,omitempty"`
 	// XIDClears counts the clears of a GPU's Xid history, by GPU and by
-	// whom (healthmetrics.go).
+	// whom (health.go).
 	XIDClears map[string]XIDClearCount `json:"xid_clears,omitempty"`
 	// StateSaved is gpuprep_health_state_saved (gpuprep-health only): 1
 	// its last run saved the health state, 0 it could not; nil unknown.
@@ -75,11 +84,11 @@ func (m *Metrics) AddDeadJob(reason string) {
 	m.DeadJobs[reason]++
 }
 
-// AddDrift counts recs (call it with the records Append just wrote).
-func (m *Metrics) AddDrift(recs []Record) {
+// AddDrift counts recs (call it with the records drift.Append just wrote).
+func (m *Metrics) AddDrift(recs []drift.Record) {
 	for _, r := range recs {
 		counts := &m.DriftEvents
-		if r.Kind == KindInvariant {
+		if r.Kind == drift.KindInvariant {
 			counts = &m.InvariantEvents
 		}
 		if *counts == nil {
@@ -97,17 +106,17 @@ func (m *Metrics) SetRun(hook string, end time.Time, d time.Duration, ok bool) {
 	m.Runs[hook] = Run{End: end.UTC(), Duration: d.Seconds(), OK: ok}
 }
 
-// LoadMetrics reads hook's MetricsFile from the spool. When it is missing,
+// Load reads hook's StateFile from the spool. When it is missing,
 // the epilog (which writes the drift records) takes over the counts of the
-// LegacyMetricsFile, or rebuilds them from the drift file; other writers
+// LegacyStateFile, or rebuilds them from the drift file; other writers
 // start from zero. When it does not parse, the same is done and the error is
-// returned with the result: log it and go on (the next SaveMetrics repairs
-// the file); metrics never fail a job. Call it and SaveMetrics under the
+// returned with the result: log it and go on (the next Save repairs
+// the file); metrics never fail a job. Call it and Save under the
 // spool lock. rebuilt says the drift counts were rebuilt from the drift
 // file: they include the records this run appended already, so the caller
 // must not count those again.
-func LoadMetrics(sp *state.Spool, hook string) (m Metrics, rebuilt bool, err error) {
-	found, err := sp.ReadJSON(MetricsFile(hook), &m)
+func Load(sp *state.Spool, hook string) (m Metrics, rebuilt bool, err error) {
+	found, err := sp.ReadJSON(StateFile(hook), &m)
 	if found && err == nil {
 		return m, false, nil
 	}
@@ -119,28 +128,28 @@ func LoadMetrics(sp *state.Spool, hook string) (m Metrics, rebuilt bool, err err
 		return m, false, nil
 	}
 	var legacy Metrics
-	if ok, lerr := sp.ReadJSON(LegacyMetricsFile, &legacy); ok && lerr == nil {
+	if ok, lerr := sp.ReadJSON(LegacyStateFile, &legacy); ok && lerr == nil {
 		m = Metrics{DriftEvents: legacy.DriftEvents, InvariantEvents: legacy.InvariantEvents, DeadJobs: legacy.DeadJobs}
 		if r, ok := legacy.Runs[hook]; ok {
 			m.Runs = map[string]Run{hook: r}
 		}
 		if err != nil {
-			return m, false, fmt.Errorf("metrics: %w (counts taken from %s)", err, LegacyMetricsFile)
+			return m, false, fmt.Errorf("metrics: %w (counts taken from %s)", err, LegacyStateFile)
 		}
 		return m, false, nil
 	}
-	recs, _, rerr := Read(sp, time.Time{})
+	recs, _, rerr := drift.Read(sp, time.Time{})
 	m.AddDrift(recs)
 	if err == nil && rerr != nil {
 		err = rerr
 	}
 	if err != nil {
-		return m, true, fmt.Errorf("metrics: %w (drift counts rebuilt from %s)", err, FileName)
+		return m, true, fmt.Errorf("metrics: %w (drift counts rebuilt from %s)", err, drift.FileName)
 	}
 	return m, true, nil
 }
 
-// SaveMetrics writes m to hook's MetricsFile in the spool, atomically.
-func SaveMetrics(sp *state.Spool, hook string, m Metrics) error {
-	return sp.WriteJSON(MetricsFile(hook), m)
+// Save writes m to hook's StateFile in the spool, atomically.
+func Save(sp *state.Spool, hook string, m Metrics) error {
+	return sp.WriteJSON(StateFile(hook), m)
 }

@@ -1,0 +1,14 @@
+package fleet
+
+import (
+	"time"
+
+	"gpuprep/lib/drift"
+)
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+func rec(min int, node, knob, scope, expected, found string) drift.Record {
+	return drift.Record{Time: t0.Add(time.Duration(min) * time.Minute), Node: node, Job: "1001", User: "alice",
+		Knob: knob, Scope: scope, Expected: expected, Found: found, Kind: drift.KindDrift}
+}
