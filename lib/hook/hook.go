@@ -72,6 +72,9 @@ type run struct {
 	settings func(name string) (string, bool)
 	// rd is the run directory of this run (rundir.go).
 	rd runDirState
+	// asked is the profile selection the job asked for (a prolog), before
+	// any fallback: its warnings are the job's notices too.
+	asked config.Selection
 }
 
 func newRun(o *Options) *run { return &run{Options: o} }

@@ -2,18 +2,18 @@ package hook
 
 import (
 	"context"
-	"gpuprep/lib/plan"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
-	"gpuprep/lib/srunconf"
-
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
 	"gpuprep/lib/nodedesc"
+	"gpuprep/lib/plan"
+	"gpuprep/lib/srunconf"
 )
 
 const testBoot = "5fdd1806-8066-4c6b-9d9e-0a1b2c3d4e5f"
@@ -119,6 +119,13 @@ func TestPrologNotices(t *testing.T) {
 	}
 	e.epilog(5) // idempotent
 
+	// A request the selection ignored is the user's to know too.
+	out = e.prolog(7, nil, "gpuprep=strcit")
+	if want := `profile "strcit" requested by --comment gpuprep=strcit is not defined`; !strings.Contains(strings.Join(out.Notices, "\n"), want) {
+		t.Errorf("notices %q, want one with %q", out.Notices, want)
+	}
+	e.epilog(7)
+
 	// Nothing to say: the profile applies without a skip.
 	plain, err := config.Parse("test.toml", []byte("[profiles.default]\nvm_swappiness = 10\n"))
 	if err != nil {
@@ -143,9 +150,7 @@ func TestPrologNotices(t *testing.T) {
 // moved aside by the prolog with a warning, and made afresh, root's 0755:
 // srunwrap then reads the prolog's description, never the planted one.
 func TestPrologMovesAsideUntrustedRunDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown")
-	}
+	testroot.NeedRoot(t, "chown")
 	e := newEnv(t, "dgxa100", "mock:dgxa100")
 	gpu.Light(e.gpu)
 	e.write(host.BootIDPath, testBoot+"\n")

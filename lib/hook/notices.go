@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gpuprep/lib/config"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/nodedesc"
 )
@@ -25,8 +24,7 @@ func jobNotices(o *run, out *Outcome) []string {
 			msgs = append(msgs, s)
 		}
 	}
-	sel := config.Select(o.Config, o.selector())
-	for _, w := range sel.Warnings {
+	for _, w := range o.asked.Warnings {
 		add(w)
 	}
 	add(out.Fallback)

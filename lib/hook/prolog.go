@@ -23,6 +23,7 @@ func Prolog(ctx context.Context, opts *Options) (out *Outcome, err error) {
 	o := newRun(opts)
 	defer func() { publish(o, out, err) }()
 	sel := config.Select(o.Config, o.selector())
+	o.asked = sel
 	out, err = prologFor(ctx, o, sel, "")
 	retry, how, ok := fallbackFor(o.Config, sel, err)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/host"
 )
 
@@ -16,9 +17,7 @@ import (
 // the epilog fail as a node problem saying why, and nothing is moved or
 // changed. Given back to root, the epilog runs.
 func TestUntrustedRunDirWhileJobsHold(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown")
-	}
+	testroot.NeedRoot(t, "chown")
 	e := newEnv(t, "dgxh100", "mock:dgxh100")
 	e.write(host.BootIDPath, testBoot+"\n")
 	e.prolog(1, []int{0}, "")

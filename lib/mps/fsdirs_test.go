@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/testroot"
 )
 
 // owner returns the uid, gid and mode (permissions, sticky bit) of path,
@@ -134,9 +136,7 @@ func wantNoTrash(t *testing.T, base string) {
 // nothing else (no listing, no new file or directory, no rename, no
 // removal, no chmod); another user (4244) does not even reach them.
 func TestGrantSearchOnly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the job's user is another uid")
-	}
+	testroot.NeedRoot(t, "the job's user is another uid")
 	top := shortBase(t)
 	os.Chmod(top, 0o755)
 	p := dirsFor(t, filepath.Join(top, "mps"), "alice")

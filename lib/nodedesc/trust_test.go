@@ -8,19 +8,9 @@ import (
 	"syscall"
 	"testing"
 
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/host"
 )
-
-// needRoot skips a test that chowns, unless CI says it must run.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test needs root (chown), and CI=true: run the tests as root in CI")
-		}
-		t.Skip("needs root to chown")
-	}
-}
 
 // userNS writes the root's /proc/self/uid_map: an enroot/pyxis user
 // namespace mapping the user alone, or the initial namespace's identity.
@@ -44,7 +34,7 @@ func userNS(t *testing.T, root string, inside bool) {
 // for the host's root only inside a user namespace (/proc/self/uid_map
 // not the identity); outside one it is nobody's, and refused.
 func TestLoadTrustsOnlyRoot(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	for _, c := range []struct {
 		name            string
 		userns          bool
@@ -89,7 +79,7 @@ func TestLoadTrustsOnlyRoot(t *testing.T) {
 
 // Notices are read from /run/gpuprep/jobs on the same terms.
 func TestLoadNoticeTrustsOnlyRoot(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	r := emptyRoot(t)
 	if err := WriteNotice(r, Notice{Job: 5, Messages: []string{"hello"}}); err != nil {
 		t.Fatal(err)
@@ -110,7 +100,7 @@ func TestLoadNoticeTrustsOnlyRoot(t *testing.T) {
 // was planted in it, and makes it afresh, root's 0755; the writer refuses
 // such a directory; a root-owned one the umask cut is only made 0755.
 func TestPrepareRunDir(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	plant := func(t *testing.T, r host.Root, uid int, mode os.FileMode) {
 		d := r.Path(runDir)
 		if err := os.MkdirAll(d+"/jobs", 0o755); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/dirfd"
 	"gpuprep/lib/host"
 )
@@ -49,7 +50,7 @@ func plantRunDir(t *testing.T, r host.Root, uid int, mode os.FileMode) {
 // whatever was planted in it kept there for the admin, and made afresh:
 // root's 0755, with its format file and none of the planted files.
 func TestUntrustedRunDirMovedAside(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	for _, c := range untrusted {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRoot(t)
@@ -80,7 +81,7 @@ func TestUntrustedRunDirMovedAside(t *testing.T) {
 // nothing is moved or changed; without a Held there is no move either.
 // A dry run refuses it too, or, with nothing held, sees it empty.
 func TestUntrustedRunDirRefusedWhileHeld(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	for _, c := range untrusted {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRoot(t)
@@ -193,7 +194,7 @@ func TestSymlinkInsideRefused(t *testing.T) {
 
 // A file another user owns, or others can write, is not believed.
 func TestUntrustedFileRefused(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	r := newRoot(t)
 	d := mustOpen(t, r, Options{})
 	for _, c := range []struct {
@@ -216,7 +217,7 @@ func TestUntrustedFileRefused(t *testing.T) {
 // A directory in the run directory that a user owns is moved aside
 // within it when nothing is held, refused while jobs hold settings.
 func TestUntrustedSubdir(t *testing.T) {
-	needRoot(t)
+	testroot.NeedRoot(t, "chown")
 	r := newRoot(t)
 	mustOpen(t, r, Options{})
 	os.Mkdir(r.Path(Path+"/mps"), 0o755)

@@ -14,17 +14,6 @@ import (
 	"gpuprep/lib/host"
 )
 
-// needRoot skips a test that chowns, unless CI says it must run.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test needs root (chown), and CI=true: run the tests as root in CI")
-		}
-		t.Skip("needs root to chown")
-	}
-}
-
 // nothingHeld is Options.Held of a node no job holds settings on.
 func nothingHeld() ([]string, error) { return nil, nil }
 

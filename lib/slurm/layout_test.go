@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gpuprep/internal/fakeproc"
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/host"
 )
 
@@ -135,9 +136,7 @@ func TestJobCgroupsUserSubtree(t *testing.T) {
 // A scope next to slurmd whose folder another user owns (the hierarchy's
 // root is root's) was not made by Slurm: not Slurm's.
 func TestJobCgroupsOwnedByUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a folder away")
-	}
+	testroot.NeedRoot(t, "give a folder away")
 	root := t.TempDir()
 	writeFile(t, root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n")
 	mkdirs(t, root, "sys/fs/cgroup/system.slice/slurmd.service", "sys/fs/cgroup/system.slice/u_slurmstepd.scope/job_9",

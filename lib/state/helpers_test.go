@@ -21,19 +21,6 @@ func newSpool(t *testing.T) *Spool {
 	return sp
 }
 
-// requireRoot skips a test that needs root, except under CI=true, where a
-// skipped root test would hide a regression: there it fails.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root, and CI=true: run the tests as root in CI")
-	}
-	t.Skip("needs root")
-}
-
 // wantErr fails unless err is non-nil and its message has every part.
 func wantErr(t *testing.T, err error, parts ...string) {
 	t.Helper()

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"gpuprep/internal/testroot"
 )
 
 func TestOpenCreatesWithModes(t *testing.T) {
@@ -87,7 +89,7 @@ func TestOpenRefusesNotADirectory(t *testing.T) {
 }
 
 func TestOpenRefusesForeignOwner(t *testing.T) {
-	requireRoot(t)
+	testroot.NeedRoot(t, "chown")
 	dir := filepath.Join(t.TempDir(), "spool")
 	os.Mkdir(dir, 0o700)
 	if err := os.Chown(dir, 4242, 4242); err != nil {

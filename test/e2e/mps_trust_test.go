@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"gpuprep/internal/testroot"
 )
 
 // mpsUID is the job's user in the MPS trust tests: nobody, a uid with no
@@ -39,9 +41,7 @@ type mpsNode struct {
 
 func newMPSNode(t *testing.T) *mpsNode {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the hooks run as root, the job's user as another uid")
-	}
+	testroot.NeedRoot(t, "the hooks run as root, the job's user as another uid")
 	root := shortRoot(t)
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
