@@ -27,7 +27,10 @@ type Files interface {
 // Setter moves IRQs on a node.
 type Setter struct {
 	Root host.Root
-	// Files does the writes and reads; nil is Root.
+	// Proc is the node's /proc/irq opened once (OpenProcIRQ); nil: each
+	// write walks from Root.
+	Proc *ProcIRQ
+	// Files does the writes and reads; nil is Proc, else Root.
 	Files Files
 }
 
@@ -66,12 +69,9 @@ func (s Setter) Set(irq int, want cpuset.Set) (Result, error) {
 	if want.IsEmpty() {
 		return res, fmt.Errorf("IRQ %d: empty CPU list (the kernel keeps at least one CPU)", irq)
 	}
-	f := s.Files
-	if f == nil {
-		f = s.Root
-	}
+	f := s.files()
 	p := AffinityPath(irq)
-	mode, err := modeNoLinks(s.Root, p)
+	mode, err := s.mode(p)
 	if err != nil {
 		return res, err
 	}
@@ -110,6 +110,25 @@ func (s Setter) Set(irq int, want cpuset.Set) (Result, error) {
 	}
 	res.Mismatch = strings.Join(why, "; ")
 	return res, nil
+}
+
+// files is what Set writes and reads through: Files, else Proc, else Root.
+func (s Setter) files() Files {
+	switch {
+	case s.Files != nil:
+		return s.Files
+	case s.Proc != nil:
+		return s.Proc
+	}
+	return s.Root
+}
+
+// mode is the mode of the IRQ file at node path p, no link followed.
+func (s Setter) mode(p string) (uint32, error) {
+	if s.Proc != nil {
+		return s.Proc.Mode(p)
+	}
+	return modeNoLinks(s.Root, p)
 }
 
 // refused says a write error is the kernel's refusal to move the IRQ:

@@ -189,10 +189,12 @@ func TestSetAffinityNoLinks(t *testing.T) {
 	if err := os.Symlink("60", r.Path(Dir(82))); err != nil {
 		t.Fatal(err)
 	}
-	for _, irq := range []int{80, 81, 82} {
-		_, err := SetAffinity(r, irq, cpuset.MustParse("0"))
-		if err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
-			t.Errorf("IRQ %d: %v", irq, err)
+	for name, set := range setters(t, r) {
+		for _, irq := range []int{80, 81, 82} {
+			_, err := set.Set(irq, cpuset.MustParse("0"))
+			if err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+				t.Errorf("%s, IRQ %d: %v", name, irq, err)
+			}
 		}
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "0-15\n" {
@@ -201,4 +203,22 @@ func TestSetAffinityNoLinks(t *testing.T) {
 	if got := n.read(AffinityPath(60)); got != "0-15" {
 		t.Errorf("IRQ 60 written through a link: %q", got)
 	}
+}
+
+// setters are the ways a Setter reaches /proc/irq: walking from the root
+// for each write, and through /proc/irq opened once (OpenProcIRQ), with
+// openat2 and without.
+func setters(t *testing.T, r host.Root) map[string]Setter {
+	t.Helper()
+	proc, err := OpenProcIRQ(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := OpenProcIRQ(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.noOpenat2.Store(true) // as on Linux before 5.6
+	t.Cleanup(func() { proc.Close(); old.Close() })
+	return map[string]Setter{"walking": {Root: r}, "ProcIRQ": {Root: r, Proc: proc}, "ProcIRQ without openat2": {Root: r, Proc: old}}
 }

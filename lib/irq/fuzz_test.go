@@ -9,7 +9,8 @@ import (
 
 // FuzzParseInterrupts: any input parses into rows with one count per CPU
 // column and distinct IRQ numbers in range, or fails with an error naming
-// /proc/interrupts; it never panics.
+// /proc/interrupts; it never panics. What it parses, ParseIRQNumbers
+// lists alike.
 func FuzzParseInterrupts(f *testing.F) {
 	files, err := filepath.Glob("testdata/interrupts-*.txt")
 	if err != nil || len(files) == 0 {
@@ -40,8 +41,15 @@ func FuzzParseInterrupts(f *testing.F) {
 		if len(in.CPUs) == 0 {
 			t.Fatal("parsed without CPU columns")
 		}
+		nums, err := ParseIRQNumbers(b)
+		if err != nil || len(nums) != len(in.IRQs) {
+			t.Fatalf("ParseIRQNumbers %v, %v for rows %+v", nums, err, in.IRQs)
+		}
 		seen := map[int]bool{}
-		for _, i := range in.IRQs {
+		for k, i := range in.IRQs {
+			if nums[k] != i.IRQ {
+				t.Fatalf("ParseIRQNumbers %v, row %d is IRQ %d", nums, k, i.IRQ)
+			}
 			if len(i.Counts) != len(in.CPUs) || i.IRQ < 0 || i.IRQ > MaxIRQ || seen[i.IRQ] || i.Chip == "" || i.HWIRQ < -1 {
 				t.Fatalf("bad row %+v (CPUs %v)", i, in.CPUs)
 			}

@@ -1,6 +1,7 @@
 package irq
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -81,6 +82,79 @@ func ReadInterrupts(r host.Root) (Interrupts, error) {
 	return ParseInterrupts(b)
 }
 
+// ReadIRQNumbers reads the numbers of /proc/interrupts' numbered rows:
+// the IRQs in use, all irq_affinity's placement needs of the file.
+func ReadIRQNumbers(r host.Root) ([]int, error) {
+	b, err := r.ReadFile(InterruptsPath)
+	if err != nil {
+		return nil, err
+	}
+	return ParseIRQNumbers(b)
+}
+
+// ParseIRQNumbers is ParseInterrupts reading no more than each row's
+// label: the numbered rows' IRQs, in the file's order, the architecture's
+// events left out. A large node's file holds hundreds of thousands of
+// counts (1,281 rows of 224 CPU columns: 2.8 MB) which the placement
+// does not need; the labels are checked as ParseInterrupts checks them.
+func ParseIRQNumbers(b []byte) ([]int, error) {
+	var irqs []int
+	seen := map[int]bool{}
+	header := false
+	for lineNo := 1; len(b) > 0; lineNo++ {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !header {
+			if _, err := parseHeader(string(line)); err != nil {
+				return nil, lineErr(lineNo, "%w", err)
+			}
+			header = true
+			continue
+		}
+		irq, ok, err := rowLabel(line)
+		if err != nil {
+			return nil, lineErr(lineNo, "%w", err)
+		}
+		if !ok {
+			continue
+		}
+		if seen[irq] {
+			return nil, lineErr(lineNo, "IRQ %d listed twice", irq)
+		}
+		seen[irq] = true
+		irqs = append(irqs, irq)
+	}
+	if !header {
+		return nil, fmt.Errorf("%s: empty (want a header of CPU columns)", InterruptsPath)
+	}
+	return irqs, nil
+}
+
+// rowLabel reads the label of a row after the header: its IRQ, or ok
+// false for an architecture event ("NMI:").
+func rowLabel(line []byte) (irq int, ok bool, err error) {
+	i := bytes.IndexByte(line, ':')
+	if i < 0 {
+		return 0, false, fmt.Errorf("want \"<irq>:\" or \"<name>:\", found %q", textfmt.Clip(string(line), 60))
+	}
+	label := string(bytes.TrimSpace(line[:i]))
+	if label == "" || strings.ContainsAny(label, " \t") {
+		return 0, false, fmt.Errorf("want \"<irq>:\" or \"<name>:\", found %q", textfmt.Clip(string(line), 60))
+	}
+	if label[0] < '0' || label[0] > '9' {
+		return 0, false, nil // NMI, LOC, IPI0, ERR: per-CPU events, not IRQs
+	}
+	irq, err = parseIRQ(label)
+	return irq, err == nil, err
+}
+
 // ParseInterrupts parses the text of /proc/interrupts: a header of CPU
 // columns, then one row per IRQ ("24:", counts, chip, hwirq and handler,
 // actions) and per architecture event ("NMI:", skipped). A numbered row
@@ -103,18 +177,14 @@ func ParseInterrupts(b []byte) (Interrupts, error) {
 			in.CPUs, header = cpus, true
 			continue
 		}
-		label, rest, ok := strings.Cut(line, ":")
-		label = strings.TrimSpace(label)
-		if !ok || label == "" || strings.ContainsAny(label, " \t") {
-			return Interrupts{}, lineErr(lineNo, "want \"<irq>:\" or \"<name>:\", found %q", textfmt.Clip(line, 60))
-		}
-		if label[0] < '0' || label[0] > '9' {
-			continue // NMI, LOC, IPI0, ERR: per-CPU events, not IRQs
-		}
-		irq, err := parseIRQ(label)
+		irq, ok, err := rowLabel([]byte(line))
 		if err != nil {
 			return Interrupts{}, lineErr(lineNo, "%w", err)
 		}
+		if !ok {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, ":")
 		if seen[irq] {
 			return Interrupts{}, lineErr(lineNo, "IRQ %d listed twice", irq)
 		}

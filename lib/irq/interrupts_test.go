@@ -1,6 +1,7 @@
 package irq
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -178,5 +179,40 @@ func TestReadInterruptsFixture(t *testing.T) {
 	}
 	if _, err := ReadInterrupts(newNode(t, 1).r); err == nil || !strings.Contains(err.Error(), "/proc/interrupts") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// ParseIRQNumbers lists what ParseInterrupts lists, and refuses what it
+// refuses in the labels.
+func TestParseIRQNumbers(t *testing.T) {
+	text := "           CPU0       CPU1\n" +
+		"  0:         36          0   IO-APIC   2-edge      timer\n" +
+		" 24:          0         12  IR-PCI-MSIX-0000:18:00.0    0-edge      nvidia\n" +
+		"NMI:          0          0   Non-maskable interrupts\n" +
+		"171:  0  52  IR-PCI-MSIX-0000:18:00.0    1-edge      mlx5_comp0@pci:0000:18:00.0\n"
+	got, err := ParseIRQNumbers([]byte(text))
+	in, err2 := ParseInterrupts([]byte(text))
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	var want []int
+	for _, i := range in.IRQs {
+		want = append(want, i.IRQ)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(got) != "[0 24 171]" {
+		t.Errorf("ParseIRQNumbers %v, ParseInterrupts %v", got, want)
+	}
+	for bad, msg := range map[string]string{
+		"":                           "empty",
+		"CPU0\n 4 x: 1 chip\n":       `/proc/interrupts:2: want "<irq>:"`,
+		"CPU0\n  4: 1 c\n  4: 1 c\n": "/proc/interrupts:3: IRQ 4 listed twice",
+		"CPU0\n99999999: 1 c\n":      "out of range",
+		"CPU1 CPU0\n":                "CPU0 after CPU1",
+		"CPU0\nno colon here\n":      "want",
+	} {
+		_, err := ParseIRQNumbers([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: %v, want an error with %q", bad, err, msg)
+		}
 	}
 }

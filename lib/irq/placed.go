@@ -41,6 +41,60 @@ func FormatPlaced(ps []Placed) string {
 	return b.String()
 }
 
+// Basis is what a placement was computed for: the node's online CPUs and
+// the housekeeping CPUs among them (none: devices' IRQs only). While the
+// node's IRQs and devices stay as they are, a placement computed again for
+// the same basis is the same: irq_affinity reads a held placement's list
+// rather than computing it again for every job that shares it.
+type Basis struct {
+	Online, Housekeeping cpuset.Set
+}
+
+// basisPrefix starts the comment line that keeps a list's Basis.
+const basisPrefix = "# computed for online CPUs "
+
+func (b Basis) line() string {
+	hk := b.Housekeeping.String()
+	if hk == "" {
+		hk = "none"
+	}
+	return basisPrefix + b.Online.String() + ", housekeeping CPUs " + hk + "\n"
+}
+
+// FormatPlacedFor is FormatPlaced with the placement's Basis kept in a
+// comment line after the first.
+func FormatPlacedFor(ps []Placed, b Basis) string {
+	text := FormatPlaced(ps)
+	head, rest, _ := strings.Cut(text, "\n")
+	return head + "\n" + b.line() + rest
+}
+
+// ParseBasis reads the Basis FormatPlacedFor kept in a list; ok is false
+// when the list keeps none (written by FormatPlaced, or by gpuprep before
+// 0.2) or it does not parse.
+func ParseBasis(b []byte) (basis Basis, ok bool) {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		rest, found := strings.CutPrefix(line, basisPrefix)
+		if !found {
+			continue
+		}
+		online, hk, two := strings.Cut(rest, ", housekeeping CPUs ")
+		if hk == "none" {
+			hk = ""
+		}
+		var err1, err2 error
+		basis.Online, err1 = cpuset.Parse(online)
+		basis.Housekeeping, err2 = cpuset.Parse(hk)
+		return basis, two && err1 == nil && err2 == nil && !basis.Online.IsEmpty()
+	}
+	return Basis{}, false
+}
+
+// Equal says whether two bases are the same.
+func (b Basis) Equal(o Basis) bool {
+	return b.Online.Equal(o.Online) && b.Housekeeping.Equal(o.Housekeeping)
+}
+
 // ParsePlaced reads FormatPlaced's text back; blank lines and lines that
 // start with # are skipped. path names the file in errors, with the line.
 func ParsePlaced(path string, b []byte) ([]Placed, error) {

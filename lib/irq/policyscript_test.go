@@ -34,7 +34,8 @@ func runPolicy(t *testing.T, script, devPath, irq string) (string, int) {
 func TestPolicyScript(t *testing.T) {
 	dir := t.TempDir()
 	list := filepath.Join(dir, "it's banned") // a quote and a space: quoted in the script
-	if err := os.WriteFile(list, []byte(FormatPlaced([]Placed{{IRQ: 61, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0")}, {IRQ: 60, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("1"), Refused: true}, {IRQ: 160, From: cpuset.MustParse("2"), To: cpuset.MustParse("0-1")}})), 0o644); err != nil {
+	if err := os.WriteFile(list, []byte(FormatPlacedFor([]Placed{{IRQ: 61, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0")}, {IRQ: 60, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("1"), Refused: true}, {IRQ: 160, From: cpuset.MustParse("2"), To: cpuset.MustParse("0-1")}},
+		Basis{Online: cpuset.MustParse("0-16"), Housekeeping: cpuset.MustParse("16")})), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, inDir := range []bool{false, true} {
@@ -134,5 +135,31 @@ func TestPackagedPolicyScript(t *testing.T) {
 	}
 	if fi, err := os.Stat(packaged); err != nil || fi.Mode().Perm()&0o111 != 0o111 {
 		t.Errorf("%s: not executable by all (irqbalance's sandboxed unit runs it as another user): %v", packaged, err)
+	}
+}
+
+// A list keeps the basis it was computed for, which ParsePlaced skips and
+// the policy script does not take for an IRQ.
+func TestPlacedBasis(t *testing.T) {
+	ps := []Placed{{IRQ: 61, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0")}}
+	for _, b := range []Basis{
+		{Online: cpuset.MustParse("0-223"), Housekeeping: cpuset.MustParse("0-1,112-113")},
+		{Online: cpuset.MustParse("0-7")},
+	} {
+		text := FormatPlacedFor(ps, b)
+		got, ok := ParseBasis([]byte(text))
+		if !ok || !got.Equal(b) {
+			t.Errorf("%q: basis %+v, %v", text, got, ok)
+		}
+		back, err := ParsePlaced(PlacedPath, []byte(text))
+		if err != nil || len(back) != 1 || back[0].IRQ != 61 {
+			t.Errorf("ParsePlaced(%q) = %+v, %v", text, back, err)
+		}
+	}
+	if _, ok := ParseBasis([]byte(FormatPlaced(ps))); ok {
+		t.Error("a basis read from a list without one")
+	}
+	if _, ok := ParseBasis([]byte("# computed for online CPUs x, housekeeping CPUs 0\n")); ok {
+		t.Error("a garbled basis read")
 	}
 }

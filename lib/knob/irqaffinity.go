@@ -48,6 +48,8 @@ type irqAffinityKnob struct {
 	// runDir holds the list (isolate.Options.RunDir); nil: opened for
 	// each use.
 	runDir *rundir.Dir
+	// planned is what Desired computed in this run.
+	planned planned
 }
 
 func init() {
@@ -72,15 +74,18 @@ func newIRQAffinity(r *Run) *irqAffinityKnob {
 
 func (k *irqAffinityKnob) ID() ID { return k.id }
 
-// check says whether the node has IRQs gpuprep can see: /proc/interrupts.
+// check says whether the node has IRQs gpuprep can see: /proc/interrupts
+// exists (a stat: the file is megabytes on a large node, and only
+// Desired needs its rows).
 func (k *irqAffinityKnob) check() error {
 	if k.root.Dir() == "" {
 		return fmt.Errorf("%s: no root directory: %w", k.id, ErrUnsupported)
 	}
-	if _, err := k.root.ReadString(irq.InterruptsPath); notExist(err) {
-		return unsupported(k.id, irq.InterruptsPath)
-	} else if err != nil {
+	switch ok, err := k.root.ExistsErr(irq.InterruptsPath); {
+	case err != nil:
 		return fmt.Errorf("%s: %w", k.id, err)
+	case !ok:
+		return unsupported(k.id, irq.InterruptsPath)
 	}
 	return nil
 }
@@ -96,21 +101,40 @@ func (k *irqAffinityKnob) Read() (Value, error) {
 		return "", err
 	}
 	now := map[int]cpuset.Set{}
+	var toRead []int
 	for _, p := range placed {
 		if p.Refused {
 			now[p.IRQ] = p.To
-			continue
+		} else {
+			toRead = append(toRead, p.IRQ)
 		}
-		a, err := irq.ReadAffinity(k.root, p.IRQ)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", k.id, err)
-		}
-		now[p.IRQ] = a.CPUs
+	}
+	affs, err := k.readCPUs(toRead)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	for _, a := range affs {
+		now[a.IRQ] = a.CPUs
 	}
 	return formatIRQValue(now), nil
+}
+
+// readCPUs reads the smp_affinity_list of each IRQ given through /proc/irq
+// opened once, several at a time; an IRQ that is gone is left out.
+func (k *irqAffinityKnob) readCPUs(irqs []int) ([]irq.Affinity, error) {
+	if len(irqs) == 0 {
+		return nil, nil
+	}
+	proc, err := irq.OpenProcIRQ(k.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // every IRQ gone
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer proc.Close()
+	affs, _, err := proc.ReadCPUs(irqs)
+	return affs, err
 }
 
 // Desired computes the placement (irq.Place) from the node as it is
@@ -118,6 +142,10 @@ func (k *irqAffinityKnob) Read() (Value, error) {
 // placed IRQ's as it was before), the GPUs and HCAs on the bus, and the
 // housekeeping CPUs the job's profile's housekeeping_cpus resolves to
 // here (Run.Housekeeping; none: device IRQs on their node only).
+//
+// A placement in force (PlacedPath, held by the jobs running) that was
+// computed for the same online and housekeeping CPUs is the one Desired
+// would compute again: its list gives the value, and nothing else is read.
 func (k *irqAffinityKnob) Desired(setting string) (Value, error) {
 	if setting != string(onOff(true)) {
 		return "", fmt.Errorf("%s: %w", k.id, ErrLeaveAlone)
@@ -129,7 +157,19 @@ func (k *irqAffinityKnob) Desired(setting string) (Value, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %w", k.id, housekeepingName, err)
 	}
-	in, err := k.input(hk)
+	online, err := topo.OnlineCPUs(k.f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.id, err)
+	}
+	basis := irq.Basis{Online: online, Housekeeping: hk.Intersection(online)}
+	list, err := k.loadList()
+	if err != nil {
+		return "", err
+	}
+	if len(list.placed) > 0 && list.hasBasis && list.basis.Equal(basis) {
+		return placementValue(list.placed), nil
+	}
+	in, err := k.input(basis, list.placed)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k.id, err)
 	}
@@ -141,29 +181,54 @@ func (k *irqAffinityKnob) Desired(setting string) (Value, error) {
 	if len(p.Skipped) > 0 {
 		k.log.Info("irq_affinity: IRQs left where they are", "count", len(p.Skipped), "first", p.Skipped[0].Reason)
 	}
-	return formatIRQValue(want), nil
+	v := formatIRQValue(want)
+	k.planned = planned{value: v, basis: basis, read: cpusOf(in.IRQs, list.placed)}
+	return v, nil
 }
 
-// input reads what irq.Place needs. Jobs may run on every online CPU
-// outside the housekeeping CPUs: those are the CPUs other IRQs leave.
-func (k *irqAffinityKnob) input(hk cpuset.Set) (irq.Input, error) {
-	online, err := topo.OnlineCPUs(k.f)
+// planned is what Desired computed in this run: the value, the basis it
+// was computed for (kept in the list when that value is applied) and the
+// CPUs each IRQ no placement held was read at (Apply's "before").
+type planned struct {
+	value Value
+	basis irq.Basis
+	read  map[int]cpuset.Set
+}
+
+// placementValue is the Value of a list: each IRQ with the CPUs it was
+// set to.
+func placementValue(placed []irq.Placed) Value {
+	m := make(map[int]cpuset.Set, len(placed))
+	for _, p := range placed {
+		m[p.IRQ] = p.To
+	}
+	return formatIRQValue(m)
+}
+
+// cpusOf is the CPUs each IRQ read holds, by IRQ, leaving out those the
+// list names (what they hold is gpuprep's).
+func cpusOf(affs []irq.Affinity, placed []irq.Placed) map[int]cpuset.Set {
+	m := make(map[int]cpuset.Set, len(affs))
+	for _, a := range affs {
+		m[a.IRQ] = a.CPUs
+	}
+	for _, p := range placed {
+		delete(m, p.IRQ)
+	}
+	return m
+}
+
+// input reads what irq.Place needs for basis, placed being the IRQs
+// placed now (their affinity before gpuprep stands for what they hold).
+// Jobs may run on every online CPU outside the housekeeping CPUs: those
+// are the CPUs other IRQs leave.
+func (k *irqAffinityKnob) input(basis irq.Basis, placed []irq.Placed) (irq.Input, error) {
+	online, hk := basis.Online, basis.Housekeeping
+	nums, err := irq.ReadIRQNumbers(k.root)
 	if err != nil {
 		return irq.Input{}, err
 	}
-	ints, err := irq.ReadInterrupts(k.root)
-	if err != nil {
-		return irq.Input{}, err
-	}
-	nums := make([]int, 0, len(ints.IRQs))
-	for _, i := range ints.IRQs {
-		nums = append(nums, i.IRQ)
-	}
-	affs, _, err := irq.ReadAffinities(k.root, nums)
-	if err != nil {
-		return irq.Input{}, err
-	}
-	placed, err := k.loadPlaced()
+	affs, err := k.readAffinities(nums)
 	if err != nil {
 		return irq.Input{}, err
 	}
@@ -186,7 +251,7 @@ func (k *irqAffinityKnob) input(hk cpuset.Set) (irq.Input, error) {
 	if err != nil {
 		return irq.Input{}, err
 	}
-	in := irq.Input{Housekeeping: hk.Intersection(online), IRQs: affs}
+	in := irq.Input{Housekeeping: hk, IRQs: affs}
 	if !hk.IsEmpty() {
 		in.JobCPUs = online.Difference(hk)
 	}
@@ -213,6 +278,21 @@ func (k *irqAffinityKnob) input(hk cpuset.Set) (irq.Input, error) {
 			"devices", strings.Join(unset, ","))
 	}
 	return in, nil
+}
+
+// readAffinities reads each IRQ's smp_affinity_list and its permissions
+// (irq.ProcIRQ.ReadAffinities); an IRQ that is gone is left out.
+func (k *irqAffinityKnob) readAffinities(irqs []int) ([]irq.Affinity, error) {
+	proc, err := irq.OpenProcIRQ(k.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // every IRQ gone
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer proc.Close()
+	affs, _, err := proc.ReadAffinities(irqs)
+	return affs, err
 }
 
 // irqForm is irq_affinity's Value as a knobval.Form: numbered keys (IRQs)

@@ -382,3 +382,33 @@ func TestIRQAffinityUninitialisedGPU(t *testing.T) {
 		t.Errorf("log:\n%s", logs.String())
 	}
 }
+
+// TestIRQAffinityHeldPlacement: a placement applied keeps the online and
+// housekeeping CPUs it was computed for; a later job's Desired for the
+// same CPUs is the list's value without reading /proc/interrupts or any
+// IRQ again (here garbled, so a read would fail), and one for other
+// housekeeping CPUs computes its own. A restore leaves no list.
+func TestIRQAffinityHeldPlacement(t *testing.T) {
+	k, r := irqKnob(t)
+	env := k.run.env
+	env.Settings = hkProfile("0-1,56-57")
+	k.run = newRun(env, k.f)
+	want := mustDesired(t, k, "on")
+	mustApply(t, k, want)
+	b, _ := os.ReadFile(r.Path(irq.PlacedPath))
+	if !strings.Contains(string(b), "# computed for online CPUs 0-223, housekeeping CPUs 0-1,56-57\n") {
+		t.Errorf("list without its basis:\n%s", b)
+	}
+	set(t, r, irq.InterruptsPath, "garbage\n")
+	set(t, r, irq.AffinityPath(60), "7\n") // moved: drift, not a new placement
+	if again, err := desiredIn(k, "on", hkProfile("0-1,56-57")); err != nil || again != want {
+		t.Errorf("Desired of a held placement %q, %v; want %q", again, err, want)
+	}
+	if _, err := desiredIn(k, "on", hkProfile("0,56")); err == nil || !strings.Contains(err.Error(), irq.InterruptsPath) {
+		t.Errorf("Desired for other housekeeping CPUs: %v, want it to read %s", err, irq.InterruptsPath)
+	}
+	mustApply(t, k, "")
+	if _, err := os.Lstat(r.Path(irq.PlacedPath)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("list left after the restore: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"gpuprep/lib/cpuset"
 	"gpuprep/lib/dirfd"
+	"gpuprep/lib/host"
 	"gpuprep/lib/irq"
 	"gpuprep/lib/rundir"
 )
@@ -54,7 +55,16 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 			return err
 		}
 	}
-	next, err := k.nextPlaced(old, want)
+	if len(old) == 0 && len(want) == 0 {
+		return k.savePlaced(nil)
+	}
+	proc, err := irq.OpenProcIRQ(k.root)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.id, err)
+	}
+	defer proc.Close()
+	set := k.setter(proc)
+	next, err := k.nextPlaced(proc, old, want)
 	if err != nil {
 		return err
 	}
@@ -67,14 +77,14 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 	if len(next) > 0 {
 		k.rescan(balancers)
 	}
-	problems, err := k.setAffinities(next)
+	problems, err := k.setAffinities(set, next)
 	if err != nil {
 		return err
 	}
-	if err := k.restore(undo, len(balancers) > 0); err != nil {
+	if err := k.restore(set, undo, len(balancers) > 0); err != nil {
 		return err
 	}
-	if err := k.savePlaced(next); err != nil {
+	if err := k.saveList(next, k.basisOf(v)); err != nil {
 		return err
 	}
 	if len(undo) > 0 {
@@ -99,24 +109,59 @@ func (k *irqAffinityKnob) requirePolicyScript(balancers []irq.Irqbalance) error 
 	return nil
 }
 
+// basisOf is the basis of v where this run's Desired computed it (a
+// roll-forward in a later run, or a restore, keeps none: the next job
+// computes its placement again).
+func (k *irqAffinityKnob) basisOf(v Value) *irq.Basis {
+	if v == "" || v != k.planned.value {
+		return nil
+	}
+	b := k.planned.basis
+	return &b
+}
+
+// setter writes IRQs through proc; a test's files (playing a kernel that
+// refuses) where the knob has them.
+func (k *irqAffinityKnob) setter(proc *irq.ProcIRQ) irq.Setter {
+	s := irq.Setter{Root: k.root, Proc: proc}
+	if _, plain := k.f.(host.Root); !plain {
+		s.Files = k.f
+	}
+	return s
+}
+
 // nextPlaced is the list to write, ascending by IRQ: each IRQ of want with
 // what it holds now, unless gpuprep placed it already (then what it held
 // before that).
-func (k *irqAffinityKnob) nextPlaced(old []irq.Placed, want map[int]cpuset.Set) ([]irq.Placed, error) {
+func (k *irqAffinityKnob) nextPlaced(proc *irq.ProcIRQ, old []irq.Placed, want map[int]cpuset.Set) ([]irq.Placed, error) {
 	byIRQ := map[int]irq.Placed{}
 	for _, p := range old {
 		byIRQ[p.IRQ] = p
 	}
-	var next []irq.Placed
+	var unknown []int
 	for _, n := range sortedIRQs(want) {
-		p, ok := byIRQ[n]
-		if !ok {
-			a, err := irq.ReadAffinity(k.root, n)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k.id, err)
-			}
-			p = irq.Placed{IRQ: n, From: a.CPUs}
+		if _, ok := byIRQ[n]; ok {
+			continue
 		}
+		if cpus, ok := k.planned.read[n]; ok {
+			byIRQ[n] = irq.Placed{IRQ: n, From: cpus} // read by this run's Desired
+			continue
+		}
+		unknown = append(unknown, n)
+	}
+	affs, gone, err := proc.ReadCPUs(unknown)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.id, err)
+	}
+	if len(gone) > 0 {
+		return nil, fmt.Errorf("%s: %w", k.id, &fs.PathError{Op: "open", Path: k.root.Path(irq.AffinityPath(gone[0])), Err: fs.ErrNotExist})
+	}
+	for _, a := range affs {
+		byIRQ[a.IRQ] = irq.Placed{IRQ: a.IRQ, From: a.CPUs}
+	}
+	next := make([]irq.Placed, 0, len(want))
+	for _, n := range sortedIRQs(want) {
+		p := byIRQ[n]
 		p.To = want[n]
 		next = append(next, p)
 	}
@@ -137,11 +182,11 @@ func unlisted(old []irq.Placed, want map[int]cpuset.Set) []irq.Placed {
 // setAffinities writes each IRQ's smp_affinity_list and reads it back,
 // marking in next those the kernel refused. It returns the mismatches
 // found, and an error only where an IRQ cannot be written.
-func (k *irqAffinityKnob) setAffinities(next []irq.Placed) ([]string, error) {
+func (k *irqAffinityKnob) setAffinities(set irq.Setter, next []irq.Placed) ([]string, error) {
 	var problems []string
 	refusedN := 0
 	for i, p := range next {
-		res, err := irq.Setter{Root: k.root, Files: k.f}.Set(p.IRQ, p.To)
+		res, err := set.Set(p.IRQ, p.To)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k.id, err)
 		}
@@ -166,7 +211,7 @@ func (k *irqAffinityKnob) setAffinities(next []irq.Placed) ([]string, error) {
 // restore gives each IRQ back what it held before gpuprep placed it;
 // where irqbalance runs it does nothing: unlisted, irqbalance places
 // them. An IRQ that is gone, or that the kernel refused, is skipped.
-func (k *irqAffinityKnob) restore(ps []irq.Placed, balanced bool) error {
+func (k *irqAffinityKnob) restore(set irq.Setter, ps []irq.Placed, balanced bool) error {
 	if balanced {
 		if len(ps) > 0 {
 			k.log.Info("irq_affinity: IRQs handed back to irqbalance", "count", len(ps))
@@ -177,7 +222,7 @@ func (k *irqAffinityKnob) restore(ps []irq.Placed, balanced bool) error {
 		if p.Refused {
 			continue
 		}
-		res, err := irq.Setter{Root: k.root, Files: k.f}.Set(p.IRQ, p.From)
+		res, err := set.Set(p.IRQ, p.From)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
@@ -253,13 +298,13 @@ func (k *irqAffinityKnob) rescan(bs []irq.Irqbalance) {
 	}
 }
 
-// loadPlaced reads PlacedPath through the run directory (lib/rundir:
+// loadList reads PlacedPath through the run directory (lib/rundir:
 // Env.RunDir, else opened read-only for this read); none is an empty list.
 // It refuses, never follows, a symbolic link in its place (O_NOFOLLOW),
 // and refuses what is not a regular file (a FIFO would block), is larger
 // than a list can be, belongs to another user than this process's, or
 // others may write, or lies in a run directory that is so.
-func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
+func (k *irqAffinityKnob) loadList() (placedList, error) {
 	var b []byte
 	err := rundir.Use(k.runDir, k.root, false, func(rd *rundir.Dir) (err error) {
 		b, err = rd.ReadTrusted(irq.PlacedName, maxPlacedFile)
@@ -267,32 +312,57 @@ func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
 	})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
+		return placedList{}, nil
 	case errors.Is(err, dirfd.ErrSymlink):
-		return nil, fmt.Errorf("%s: %s is a symbolic link: not trusted", k.id, irq.PlacedPath)
+		return placedList{}, fmt.Errorf("%s: %s is a symbolic link: not trusted", k.id, irq.PlacedPath)
 	case errors.Is(err, dirfd.ErrNotRegular):
-		return nil, fmt.Errorf("%s: %s is not a regular file: not trusted", k.id, irq.PlacedPath)
+		return placedList{}, fmt.Errorf("%s: %s is not a regular file: not trusted", k.id, irq.PlacedPath)
 	case errors.Is(err, dirfd.ErrTooLarge):
-		return nil, fmt.Errorf("%s: %s is larger than %d bytes", k.id, irq.PlacedPath, maxPlacedFile)
+		return placedList{}, fmt.Errorf("%s: %s is larger than %d bytes", k.id, irq.PlacedPath, maxPlacedFile)
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w: not trusted", k.id, err)
+		return placedList{}, fmt.Errorf("%s: %w: not trusted", k.id, err)
 	}
 	ps, err := irq.ParsePlaced(irq.PlacedPath, b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", k.id, err)
+		return placedList{}, fmt.Errorf("%s: %w", k.id, err)
 	}
-	return ps, nil
+	l := placedList{placed: ps}
+	l.basis, l.hasBasis = irq.ParseBasis(b)
+	return l, nil
+}
+
+// placedList is PlacedPath read: the IRQs placed, and the basis the
+// placement was computed for where the list keeps it.
+type placedList struct {
+	placed   []irq.Placed
+	basis    irq.Basis
+	hasBasis bool
+}
+
+// loadPlaced is loadList's IRQs.
+func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
+	l, err := k.loadList()
+	return l.placed, err
 }
 
 // savePlaced replaces PlacedPath atomically through the run directory
 // (mode 0644: irqbalance's sandboxed policy script reads it as another
 // user), or removes it when ps is empty.
 func (k *irqAffinityKnob) savePlaced(ps []irq.Placed) error {
+	return k.saveList(ps, nil)
+}
+
+// saveList is savePlaced keeping the basis of the placement, when given.
+func (k *irqAffinityKnob) saveList(ps []irq.Placed, basis *irq.Basis) error {
+	text := irq.FormatPlaced(ps)
+	if basis != nil {
+		text = irq.FormatPlacedFor(ps, *basis)
+	}
 	err := rundir.Use(k.runDir, k.root, true, func(rd *rundir.Dir) error {
 		if len(ps) == 0 {
 			return rd.Remove(irq.PlacedName)
 		}
-		return rd.WriteAtomic(irq.PlacedName, []byte(irq.FormatPlaced(ps)), 0o644)
+		return rd.WriteAtomic(irq.PlacedName, []byte(text), 0o644)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.id, err)
