@@ -1,8 +1,12 @@
 package irq
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -83,58 +87,79 @@ func ReadInterrupts(r host.Root) (Interrupts, error) {
 }
 
 // ReadIRQNumbers reads the numbers of /proc/interrupts' numbered rows:
-// the IRQs in use, all irq_affinity's placement needs of the file.
+// the IRQs in use, all irq_affinity's placement needs of the file. It
+// reads the file as a stream, each row's label and no more: a large
+// node's file holds hundreds of thousands of counts (1,345 rows of 224
+// CPU columns: 3 MB), which the placement does not need.
 func ReadIRQNumbers(r host.Root) ([]int, error) {
-	b, err := r.ReadFile(InterruptsPath)
+	f, err := os.Open(r.Path(InterruptsPath))
 	if err != nil {
 		return nil, err
 	}
-	return ParseIRQNumbers(b)
+	defer f.Close()
+	return scanIRQNumbers(bufio.NewReaderSize(f, 64<<10))
 }
 
 // ParseIRQNumbers is ParseInterrupts reading no more than each row's
 // label: the numbered rows' IRQs, in the file's order, the architecture's
-// events left out. A large node's file holds hundreds of thousands of
-// counts (1,281 rows of 224 CPU columns: 2.8 MB) which the placement
-// does not need; the labels are checked as ParseInterrupts checks them.
+// events left out; the labels are checked as ParseInterrupts checks them.
 func ParseIRQNumbers(b []byte) ([]int, error) {
+	return scanIRQNumbers(bufio.NewReader(bytes.NewReader(b)))
+}
+
+// scanIRQNumbers is ParseIRQNumbers over a reader. Of a line longer than
+// the reader's buffer it reads the start (the label) and skips the rest.
+func scanIRQNumbers(br *bufio.Reader) ([]int, error) {
 	var irqs []int
 	seen := map[int]bool{}
 	header := false
-	for lineNo := 1; len(b) > 0; lineNo++ {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A row's label is at its start; the header is read whole.
+			line, err = restOfLine(br, bytes.Clone(line), !header)
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read %s: %w", InterruptsPath, err)
 		}
-		if !header {
-			if _, err := parseHeader(string(line)); err != nil {
-				return nil, lineErr(lineNo, "%w", err)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if !header {
+				if _, perr := parseHeader(string(line)); perr != nil {
+					return nil, lineErr(lineNo, "%w", perr)
+				}
+				header = true
+			} else if irq, ok, perr := rowLabel(line); perr != nil {
+				return nil, lineErr(lineNo, "%w", perr)
+			} else if ok {
+				if seen[irq] {
+					return nil, lineErr(lineNo, "IRQ %d listed twice", irq)
+				}
+				seen[irq] = true
+				irqs = append(irqs, irq)
 			}
-			header = true
-			continue
 		}
-		irq, ok, err := rowLabel(line)
-		if err != nil {
-			return nil, lineErr(lineNo, "%w", err)
+		if err != nil { // io.EOF
+			break
 		}
-		if !ok {
-			continue
-		}
-		if seen[irq] {
-			return nil, lineErr(lineNo, "IRQ %d listed twice", irq)
-		}
-		seen[irq] = true
-		irqs = append(irqs, irq)
 	}
 	if !header {
 		return nil, fmt.Errorf("%s: empty (want a header of CPU columns)", InterruptsPath)
 	}
 	return irqs, nil
+}
+
+// restOfLine reads past the next newline, appending what it reads to
+// line when keep is set.
+func restOfLine(br *bufio.Reader, line []byte, keep bool) ([]byte, error) {
+	for {
+		more, err := br.ReadSlice('\n')
+		if keep {
+			line = append(line, more...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }
 
 // rowLabel reads the label of a row after the header: its IRQ, or ok

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gpuprep/lib/host"
 )
 
 // TestParseInterruptsSamples reads /proc/interrupts as kernels print it:
@@ -214,5 +216,26 @@ func TestParseIRQNumbers(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: %v, want an error with %q", bad, err, msg)
 		}
+	}
+}
+
+// ReadIRQNumbers reads a file whose rows are longer than its buffer: a
+// node of thousands of CPUs.
+func TestReadIRQNumbersLongRows(t *testing.T) {
+	var b strings.Builder
+	for c := range 8000 {
+		fmt.Fprintf(&b, " CPU%d", c)
+	}
+	b.WriteString("\n")
+	for _, irq := range []int{7, 24, 1000} {
+		fmt.Fprintf(&b, "%d:%s  IR-PCI-MSIX-0000:18:00.0 0-edge nvidia\n", irq, strings.Repeat(" 0", 8000))
+	}
+	b.WriteString("NMI:" + strings.Repeat(" 0", 8000) + " Non-maskable interrupts")
+	dir := t.TempDir()
+	os.MkdirAll(dir+"/proc", 0o755)
+	os.WriteFile(dir+"/proc/interrupts", []byte(b.String()), 0o644)
+	got, err := ReadIRQNumbers(host.NewRoot(dir))
+	if err != nil || fmt.Sprint(got) != "[7 24 1000]" {
+		t.Errorf("ReadIRQNumbers: %v, %v", got, err)
 	}
 }

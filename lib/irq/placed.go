@@ -100,12 +100,16 @@ func (b Basis) Equal(o Basis) bool {
 func ParsePlaced(path string, b []byte) ([]Placed, error) {
 	var out []Placed
 	seen := map[int]bool{}
-	for i, line := range strings.Split(string(b), "\n") {
+	sets := map[string]cpuset.Set{} // a placement repeats a few CPU lists
+	i := -1
+	for line := range strings.SplitSeq(string(b), "\n") {
+		i++
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.Fields(line)
+		var words [5]string
+		f := fieldsInto(words[:0], line)
 		if len(f) != 3 && (len(f) != 4 || f[3] != "refused") {
 			return nil, fmt.Errorf("%s:%d: want \"<irq> <cpus before> <cpus set> [refused]\", got %q", path, i+1, textfmt.Clip(line, 60))
 		}
@@ -119,12 +123,36 @@ func ParsePlaced(path string, b []byte) ([]Placed, error) {
 		seen[n] = true
 		p := Placed{IRQ: n, Refused: len(f) == 4}
 		for j, dst := range []*cpuset.Set{&p.From, &p.To} {
-			if *dst, err = cpuset.Parse(f[1+j]); err != nil || dst.IsEmpty() {
-				return nil, fmt.Errorf("%s:%d: %q is not a CPU list", path, i+1, textfmt.Clip(f[1+j], 60))
+			set, ok := sets[f[1+j]]
+			if !ok {
+				if set, err = cpuset.Parse(f[1+j]); err != nil || set.IsEmpty() {
+					return nil, fmt.Errorf("%s:%d: %q is not a CPU list", path, i+1, textfmt.Clip(f[1+j], 60))
+				}
+				sets[f[1+j]] = set
 			}
+			*dst = set
 		}
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b Placed) int { return a.IRQ - b.IRQ })
 	return out, nil
+}
+
+// fieldsInto is strings.Fields into f's room: at most cap(f) words, the
+// last of a line with more holding the rest (which then fails the
+// caller's check), with no allocation for a list's line.
+func fieldsInto(f []string, s string) []string {
+	for s != "" && len(f) < cap(f) {
+		s = strings.TrimLeft(s, " \t")
+		if s == "" {
+			break
+		}
+		end := strings.IndexAny(s, " \t")
+		if end < 0 || len(f) == cap(f)-1 {
+			end = len(s)
+		}
+		f = append(f, s[:end])
+		s = s[end:]
+	}
+	return f
 }

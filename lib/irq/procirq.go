@@ -1,6 +1,7 @@
 package irq
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gpuprep/lib/cpuset"
 	"gpuprep/lib/crashpoint"
 	"gpuprep/lib/dirfd"
 	"gpuprep/lib/host"
@@ -27,6 +29,9 @@ import (
 type ProcIRQ struct {
 	root host.Root
 	dir  *dirfd.Dir
+	// kernel says /proc/irq is the kernel's (procfs), not a fixture's
+	// folder of plain files: told once, by statfs.
+	kernel bool
 	// noOpenat2 is set once openat2 said ENOSYS (Linux before 5.6).
 	noOpenat2 atomic.Bool
 }
@@ -51,7 +56,12 @@ func OpenProcIRQ(r host.Root) (*ProcIRQ, error) {
 		}
 		return nil, err
 	}
-	return &ProcIRQ{root: r, dir: d}, nil
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(d.FD(), &sfs); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("statfs /proc/irq: %w", err)
+	}
+	return &ProcIRQ{root: r, dir: d, kernel: sfs.Type == unix.PROC_SUPER_MAGIC}, nil
 }
 
 // Close closes /proc/irq.
@@ -130,11 +140,29 @@ func (p *ProcIRQ) ReadString(np string) (string, error) {
 	return strings.Trim(string(b), " \t\r\n\x00"), nil
 }
 
-// readFD reads fd to its end (at most maxIRQFile bytes): one read for a
-// kernel attribute.
+// readFD reads fd to its end (at most maxIRQFile bytes). An IRQ file is
+// one short record, which the kernel gives whole to the first read: a
+// read that fills less than the room it was given is the end (one read
+// for each file, not two).
 func readFD(fd int) ([]byte, error) {
 	var small [512]byte
-	b := small[:0]
+	b, err := readFrom(fd, small[:0], false)
+	return slices.Clone(b), err
+}
+
+// preadFD is readFD from the file's start, whatever its offset (the read
+// back after a write on the same descriptor: one system call, where
+// opening the file again takes three).
+func preadFD(fd int) ([]byte, error) {
+	var small [512]byte
+	b, err := readFrom(fd, small[:0], true)
+	return slices.Clone(b), err
+}
+
+// readInto is readFD into b's room (grown when the file needs more).
+func readInto(fd int, b []byte) ([]byte, error) { return readFrom(fd, b, false) }
+
+func readFrom(fd int, b []byte, fromStart bool) ([]byte, error) {
 	for {
 		if len(b) == cap(b) {
 			if cap(b) >= maxIRQFile {
@@ -142,135 +170,112 @@ func readFD(fd int) ([]byte, error) {
 			}
 			b = slices.Grow(b, cap(b))
 		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
+		var n int
+		var err error
+		if fromStart {
+			n, err = unix.Pread(fd, b[len(b):cap(b)], int64(len(b)))
+		} else {
+			n, err = unix.Read(fd, b[len(b):cap(b)])
+		}
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if n == 0 {
-			return slices.Clone(b), nil
-		}
+		room := cap(b) - len(b)
 		b = b[:len(b)+n]
+		if n == 0 || n < room {
+			return b, nil
+		}
 	}
 }
 
 // WriteFile writes value to the IRQ file at node path np and returns what
-// it reads afterwards, as host.Root.WriteFile does: one write(2) to a
-// kernel attribute; a fixture's plain file is replaced atomically (a
-// temporary file exchanged with it), so that no reader ever finds it
-// empty. It never creates the file.
+// it reads afterwards, as host.Root.WriteFile does: one write(2) to the
+// kernel's file. It never creates the file.
+//
+// A fixture's plain file is written in place, never emptied on the way:
+// the value, padded with newlines to the old content's length, in one
+// write at its start, then the file cut to the value. A process killed in
+// between leaves the value and blank lines, which read as the value;
+// never an empty file, which real procfs never shows (host.Root.WriteFile
+// replaces a fixture's file by a rename for the same reason, at four
+// times the system calls: a large node's restore writes a thousand IRQs).
 func (p *ProcIRQ) WriteFile(np, value string) (string, error) {
 	r, err := rel(np)
 	if err != nil {
 		return "", err
 	}
-	fd, err := p.open(r, unix.O_WRONLY)
+	fd, err := p.open(r, unix.O_RDWR)
 	if err != nil {
 		return "", p.pathErr("open", np, err)
 	}
+	defer unix.Close(fd)
 	crashpoint.Hit("write", p.root.Path(np))
-	plain, mode, err := plainFile(fd)
-	if err == nil && plain {
-		unix.Close(fd)
-		err = p.replace(r, value, mode)
-	} else if err == nil {
+	if p.kernel {
 		err = writeOnce(fd, value)
 	} else {
-		unix.Close(fd)
+		err = writeInPlace(fd, value)
 	}
 	if err != nil {
 		return "", fmt.Errorf("write %q to %s: %w", value, np, err)
 	}
-	got, err := p.ReadString(np)
+	b, err := preadFD(fd)
 	if err != nil {
 		return "", fmt.Errorf("read back %s: %w", np, err)
 	}
-	return got, nil
+	return strings.Trim(string(b), " \t\r\n\x00"), nil
 }
 
-// plainFile says whether fd is a plain file outside the kernel's file
-// systems (a fixture's), and gives its mode.
-func plainFile(fd int) (plain bool, mode uint32, err error) {
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err != nil {
-		return false, 0, fmt.Errorf("statfs: %w", err)
-	}
-	if sfs.Type == unix.PROC_SUPER_MAGIC || sfs.Type == unix.SYSFS_MAGIC {
-		return false, 0, nil
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return false, 0, fmt.Errorf("stat: %w", err)
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFREG, st.Mode & 0o7777, nil
-}
-
-// writeOnce writes value to a kernel attribute in one write and closes fd.
+// writeOnce writes value to a kernel attribute in one write.
 func writeOnce(fd int, value string) error {
 	n, err := unix.Write(fd, []byte(value))
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
 	if err == nil && n != len(value) {
 		err = fmt.Errorf("short write (%d of %d bytes)", n, len(value))
 	}
 	return err
 }
 
-// tmpSeq tells apart the temporary files of one process.
-var tmpSeq atomic.Uint64
-
-// replace puts a file holding value, mode mode, in the place of the fixture
-// file r (within its IRQ's folder, opened without following a link).
-func (p *ProcIRQ) replace(r, value string, mode uint32) error {
-	dir, name, _ := strings.Cut(r, "/")
-	dfd, err := p.openDir(dir)
-	if err != nil {
-		return err
+// writeInPlace writes value over a fixture's plain file open as fd (see
+// WriteFile); a file that is not a regular one is an error.
+func writeInPlace(fd int, value string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat: %w", err)
 	}
-	defer unix.Close(dfd)
-	tmp := "." + name + ".gpuprep-tmp-" + strconv.Itoa(unix.Getpid()) + "-" + strconv.FormatUint(tmpSeq.Add(1), 10)
-	tfd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errors.New("not a regular file")
 	}
-	err = unix.Fchmod(tfd, mode) // the umask may have cut the mode
-	if err == nil {
-		err = writeOnce(tfd, value)
-	} else {
-		unix.Close(tfd)
+	b := []byte(value)
+	for int64(len(b)) < st.Size {
+		b = append(b, '\n')
 	}
-	if err == nil {
-		err = unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_EXCHANGE)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = unix.Renameat(dfd, tmp, dfd, name)
-		}
+	n, err := unix.Pwrite(fd, b, 0)
+	if err == nil && n != len(b) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(b))
 	}
-	unix.Unlinkat(dfd, tmp, 0) // the old file, or the temporary one on an error
+	if err == nil && len(b) > len(value) {
+		err = unix.Ftruncate(fd, int64(len(value)))
+	}
 	return err
 }
 
-// Mode is the permission bits of the IRQ file at node path np, never
-// following a link; a file that is not a regular one is an error.
+// Mode is the permission bits of the IRQ file at node path np, a link in
+// its place refused (the write that follows refuses one on the way); a
+// file that is not a regular one is an error. One fstatat.
 func (p *ProcIRQ) Mode(np string) (uint32, error) {
 	r, err := rel(np)
 	if err != nil {
 		return 0, err
 	}
-	fd, err := p.open(r, unix.O_PATH)
-	if err != nil {
-		return 0, p.pathErr("open", np, err)
-	}
-	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := unix.Fstatat(p.dir.FD(), r, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return 0, p.pathErr("stat", np, err)
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-	case unix.S_IFLNK: // O_PATH|O_NOFOLLOW opens a last link itself
+	case unix.S_IFLNK:
 		return 0, p.pathErr("open", np, unix.ELOOP)
 	default:
 		return 0, fmt.Errorf("write %s: not a regular file", np)
@@ -295,8 +300,9 @@ func (p *ProcIRQ) ReadCPUs(irqs []int) (affs []Affinity, gone []int, err error) 
 func (p *ProcIRQ) readEach(irqs []int, mode bool) (affs []Affinity, gone []int, err error) {
 	all := make([]Affinity, len(irqs))
 	errs := make([]error, len(irqs))
+	sets := &cpuLists{m: map[string]cpuset.Set{}}
 	parallel(len(irqs), func(i int) {
-		all[i], errs[i] = p.readAffinity(irqs[i], mode)
+		all[i], errs[i] = p.readAffinity(irqs[i], mode, sets)
 	})
 	for i, a := range all {
 		switch {
@@ -311,28 +317,55 @@ func (p *ProcIRQ) readEach(irqs []int, mode bool) (affs []Affinity, gone []int, 
 	return affs, gone, nil
 }
 
+// cpuLists are the CPU lists read so far, parsed: a node's IRQs hold a
+// few lists between them.
+type cpuLists struct {
+	mu sync.Mutex
+	m  map[string]cpuset.Set
+}
+
+// parse is ParseCPUList of b, read from the file at node path np.
+func (c *cpuLists) parse(np func() string, b []byte) (cpuset.Set, error) {
+	b = bytes.Trim(b, " \t\r\n\x00")
+	c.mu.Lock()
+	set, ok := c.m[string(b)]
+	c.mu.Unlock()
+	if ok {
+		return set, nil
+	}
+	set, err := ParseCPUList(np(), string(b))
+	if err == nil {
+		c.mu.Lock()
+		c.m[string(b)] = set
+		c.mu.Unlock()
+	}
+	return set, err
+}
+
 // readAffinity reads one IRQ's smp_affinity_list, and with mode its
 // permissions.
-func (p *ProcIRQ) readAffinity(n int, mode bool) (Affinity, error) {
+func (p *ProcIRQ) readAffinity(n int, mode bool, sets *cpuLists) (Affinity, error) {
 	a := Affinity{IRQ: n}
-	np := AffinityPath(n)
-	fd, err := p.open(strconv.Itoa(n)+"/smp_affinity_list", unix.O_RDONLY)
+	np := func() string { return AffinityPath(n) }
+	var name [32]byte
+	fd, err := p.open(string(append(strconv.AppendInt(name[:0], int64(n), 10), "/smp_affinity_list"...)), unix.O_RDONLY)
 	if err != nil {
-		return a, p.pathErr("open", np, err)
+		return a, p.pathErr("open", np(), err)
 	}
 	defer unix.Close(fd)
 	if mode {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
-			return a, p.pathErr("stat", np, err)
+			return a, p.pathErr("stat", np(), err)
 		}
 		a.ReadOnly = st.Mode&0o222 == 0
 	}
-	b, err := readFD(fd)
+	var buf [512]byte
+	b, err := readInto(fd, buf[:0])
 	if err != nil {
-		return a, fmt.Errorf("read %s: %w", np, err)
+		return a, fmt.Errorf("read %s: %w", np(), err)
 	}
-	a.CPUs, err = ParseCPUList(np, string(b))
+	a.CPUs, err = sets.parse(np, b)
 	return a, err
 }
 

@@ -183,23 +183,27 @@ func unlisted(old []irq.Placed, want map[int]cpuset.Set) []irq.Placed {
 // marking in next those the kernel refused. It returns the mismatches
 // found, and an error only where an IRQ cannot be written.
 func (k *irqAffinityKnob) setAffinities(set irq.Setter, next []irq.Placed) ([]string, error) {
+	irqs, to := make([]int, len(next)), make([]cpuset.Set, len(next))
+	for i, p := range next {
+		irqs[i], to[i] = p.IRQ, p.To
+	}
+	results, errs := set.SetEach(irqs, to)
 	var problems []string
 	refusedN := 0
-	for i, p := range next {
-		res, err := set.Set(p.IRQ, p.To)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k.id, err)
+	for i, res := range results {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%s: %w", k.id, errs[i])
 		}
 		next[i].Refused = res.Refused
 		switch {
 		case res.Refused:
 			refusedN++
-		case !res.Got.Equal(p.To):
+		case !res.Got.Equal(to[i]):
 			problems = append(problems, res.Mismatch)
 		case res.Mismatch != "":
 			// smp_affinity_list holds; the kernel moves the IRQ at its
 			// next interrupt on some chips.
-			k.log.Warn("irq_affinity: effective affinity not yet moved", "irq", p.IRQ, "why", res.Mismatch)
+			k.log.Warn("irq_affinity: effective affinity not yet moved", "irq", irqs[i], "why", res.Mismatch)
 		}
 	}
 	if refusedN > 0 {
@@ -218,17 +222,22 @@ func (k *irqAffinityKnob) restore(set irq.Setter, ps []irq.Placed, balanced bool
 		}
 		return nil
 	}
+	var irqs []int
+	var from []cpuset.Set
 	for _, p := range ps {
-		if p.Refused {
-			continue
+		if !p.Refused {
+			irqs, from = append(irqs, p.IRQ), append(from, p.From)
 		}
-		res, err := set.Set(p.IRQ, p.From)
-		switch {
+	}
+	set.NoEffective = true // a restore checks what smp_affinity_list reads back
+	results, errs := set.SetEach(irqs, from)
+	for i, res := range results {
+		switch err := errs[i]; {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil:
 			return fmt.Errorf("%s: restoring: %w", k.id, err)
-		case !res.Refused && !res.Got.Equal(p.From):
+		case !res.Refused && !res.Got.Equal(from[i]):
 			return fmt.Errorf("%s: restoring: %s", k.id, res.Mismatch)
 		}
 	}
