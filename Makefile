@@ -108,6 +108,12 @@ bench: build
 # bin/ (no Go needed there): a GPU feeder with noisy host services, before and
 # after gpuprep-prolog confines them to housekeeping_cpus (test/bench-noise.sh
 # says what it checks). HK=0-3 STEPS=1500 JOB_CPUS=... override its defaults.
+# bench-step: as root, the step a prolog's duration makes in a job's start
+# on this machine's Slurm (test/bench-step.sh; about 10 minutes).
+.PHONY: bench-step
+bench-step:
+	bash test/bench-step.sh
+
 .PHONY: bench-noise
 bench-noise:
 	bash test/bench-noise.sh

@@ -10,8 +10,9 @@
 #
 # hookbench.py ROOT N BIN ROOT2: a comparison in one run. ROOT runs with
 # HOOKBENCH_PROFILE, ROOT2 (a copy, so neither sees the other's changes)
-# with HOOKBENCH_PROFILE2, cycle by cycle in turn, so that both see the
-# same machine; it prints both medians and their ratio, and, where
+# with HOOKBENCH_PROFILE2 (and the programs in HOOKBENCH_BIN2, when set:
+# two builds compared), cycle by cycle in turn, so that both see the same
+# machine; it prints both medians and their ratio, and, where
 # HOOKBENCH_TARGETS gives the highest ratio allowed for each of the four
 # rows ("1.5,1.25,1.25,1.5"), whether each ratio is within it.
 import os, subprocess, sys, time, statistics, resource, tempfile
@@ -54,7 +55,7 @@ class Setup:
 def main():
     root, n, bindir = sys.argv[1], int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "bin"
     base = Setup(root, bindir, os.environ.get("HOOKBENCH_PROFILE", ""))
-    other = Setup(sys.argv[4], bindir, os.environ.get("HOOKBENCH_PROFILE2", "")) if len(sys.argv) > 4 else None
+    other = Setup(sys.argv[4], os.environ.get("HOOKBENCH_BIN2", bindir), os.environ.get("HOOKBENCH_PROFILE2", "")) if len(sys.argv) > 4 else None
     setups = [s for s in (base, other) if s]
     for s in setups:
         s.warm_up()

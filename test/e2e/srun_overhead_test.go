@@ -109,3 +109,55 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[int(q*float64(len(s)-1)+0.5)]
 }
+
+// TestPrologStep is a benchmark (-tags bench, test/bench-step.sh): how a
+// prolog's duration turns into a job's start, on a real Slurm. A prolog
+// that only sleeps d (read from a file each time: one cluster for every
+// d), for d from 20 to 120 ms in 5 ms steps (GPUPREP_STEP_FROM, _TO,
+// _BY), against the same prolog sleeping 0, interleaved job by job;
+// it logs srun -n1 true's median and 90th percentile added time at each
+// d. With PrologFlags=Alloc (the harness's), srun 22.05 asks slurmctld
+// whether the prolog is done at 0, 100, 300, 600 ms (allocate.c,
+// _wait_nodes_ready), 23.02 on at 0, 100, 1100 ms: a prolog that misses
+// the 100 ms check costs the next one.
+func TestPrologStep(t *testing.T) {
+	dfile := filepath.Join(t.TempDir(), "sleep")
+	os.WriteFile(dfile, []byte("0\n"), 0o644)
+	hook := "#!/bin/sh\nread d < " + dfile + "\n[ \"$d\" = 0 ] || exec /bin/sleep \"$d\"\nexit 0\n"
+	c := slurmharness.Start(t, slurmharness.Options{
+		Files:  map[string]string{"prolog.sh": hook, "epilog.sh": "#!/bin/sh\nexit 0\n"},
+		Prolog: "prolog.sh", Epilog: "epilog.sh",
+	})
+	env := func(name string, def int) int {
+		v := def
+		if s := os.Getenv(name); s != "" {
+			if _, err := fmt.Sscan(s, &v); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		return v
+	}
+	from, to, by, jobs := env("GPUPREP_STEP_FROM", 20), env("GPUPREP_STEP_TO", 120), env("GPUPREP_STEP_BY", 5), env("GPUPREP_BENCH_JOBS", 8)
+	c.MustSrun("-n1", "true") // warm up
+	t.Logf("prolog sleep | srun -n1 true added at the median | at the 90th percentile (%d jobs each, against a prolog sleeping 0)", jobs)
+	for d := from; d <= to; d += by {
+		var with, without []time.Duration
+		for i := 0; i < 2*jobs; i++ {
+			s := "0"
+			if i%2 == 0 {
+				s = fmt.Sprintf("%.3f", float64(d)/1000)
+			}
+			os.WriteFile(dfile, []byte(s+"\n"), 0o644)
+			c.WaitNodeState(10*time.Second, "idle")
+			start := time.Now()
+			c.MustSrun("-n1", "true")
+			if i%2 == 0 {
+				with = append(with, time.Since(start))
+			} else {
+				without = append(without, time.Since(start))
+			}
+		}
+		t.Logf("%4d ms | %+5d ms | %+5d ms", d, (quantile(with, 0.5) - quantile(without, 0.5)).Milliseconds(),
+			(quantile(with, 0.9) - quantile(without, 0.9)).Milliseconds())
+	}
+}
