@@ -110,6 +110,21 @@ func (p *ProcIRQ) openDir(dir string) (int, error) {
 	return dfd, err
 }
 
+// openNode opens the IRQ file at node path np
+// ("/proc/irq/24/smp_affinity_list"), no link followed; the error names
+// it.
+func (p *ProcIRQ) openNode(np string, flags int) (int, error) {
+	r, err := rel(np)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := p.open(r, flags)
+	if err != nil {
+		return -1, p.pathErr("open", np, err)
+	}
+	return fd, nil
+}
+
 // pathErr is err of op on node path np, a symbolic link said as such.
 func (p *ProcIRQ) pathErr(op, np string, err error) error {
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
@@ -124,13 +139,9 @@ const maxIRQFile = 64 << 10
 // ReadString reads the IRQ file at node path np, trimmed as
 // host.Root.ReadString trims.
 func (p *ProcIRQ) ReadString(np string) (string, error) {
-	r, err := rel(np)
+	fd, err := p.openNode(np, unix.O_RDONLY)
 	if err != nil {
 		return "", err
-	}
-	fd, err := p.open(r, unix.O_RDONLY)
-	if err != nil {
-		return "", p.pathErr("open", np, err)
 	}
 	defer unix.Close(fd)
 	b, err := readFD(fd)
@@ -203,13 +214,9 @@ func readFrom(fd int, b []byte, fromStart bool) ([]byte, error) {
 // replaces a fixture's file by a rename for the same reason, at four
 // times the system calls: a large node's restore writes a thousand IRQs).
 func (p *ProcIRQ) WriteFile(np, value string) (string, error) {
-	r, err := rel(np)
+	fd, err := p.openNode(np, unix.O_RDWR)
 	if err != nil {
 		return "", err
-	}
-	fd, err := p.open(r, unix.O_RDWR)
-	if err != nil {
-		return "", p.pathErr("open", np, err)
 	}
 	defer unix.Close(fd)
 	crashpoint.Hit("write", p.root.Path(np))

@@ -109,7 +109,7 @@ func (k *irqAffinityKnob) Read() (Value, error) {
 			toRead = append(toRead, p.IRQ)
 		}
 	}
-	affs, err := k.readCPUs(toRead)
+	affs, err := k.readCPUs(toRead, false)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k.id, err)
 	}
@@ -120,8 +120,9 @@ func (k *irqAffinityKnob) Read() (Value, error) {
 }
 
 // readCPUs reads the smp_affinity_list of each IRQ given through /proc/irq
-// opened once, several at a time; an IRQ that is gone is left out.
-func (k *irqAffinityKnob) readCPUs(irqs []int) ([]irq.Affinity, error) {
+// opened once, several at a time; an IRQ that is gone is left out. With
+// mode, each file's permissions too (irq.Affinity.ReadOnly).
+func (k *irqAffinityKnob) readCPUs(irqs []int, mode bool) ([]irq.Affinity, error) {
 	if len(irqs) == 0 {
 		return nil, nil
 	}
@@ -133,7 +134,11 @@ func (k *irqAffinityKnob) readCPUs(irqs []int) ([]irq.Affinity, error) {
 		return nil, err
 	}
 	defer proc.Close()
-	affs, _, err := proc.ReadCPUs(irqs)
+	read := proc.ReadCPUs
+	if mode {
+		read = proc.ReadAffinities
+	}
+	affs, _, err := read(irqs)
 	return affs, err
 }
 
@@ -228,7 +233,7 @@ func (k *irqAffinityKnob) input(basis irq.Basis, placed []irq.Placed) (irq.Input
 	if err != nil {
 		return irq.Input{}, err
 	}
-	affs, err := k.readAffinities(nums)
+	affs, err := k.readCPUs(nums, true)
 	if err != nil {
 		return irq.Input{}, err
 	}
@@ -278,21 +283,6 @@ func (k *irqAffinityKnob) input(basis irq.Basis, placed []irq.Placed) (irq.Input
 			"devices", strings.Join(unset, ","))
 	}
 	return in, nil
-}
-
-// readAffinities reads each IRQ's smp_affinity_list and its permissions
-// (irq.ProcIRQ.ReadAffinities); an IRQ that is gone is left out.
-func (k *irqAffinityKnob) readAffinities(irqs []int) ([]irq.Affinity, error) {
-	proc, err := irq.OpenProcIRQ(k.root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // every IRQ gone
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer proc.Close()
-	affs, _, err := proc.ReadAffinities(irqs)
-	return affs, err
 }
 
 // irqForm is irq_affinity's Value as a knobval.Form: numbered keys (IRQs)
