@@ -90,24 +90,12 @@ func (p *ProcIRQ) open(r string, flags int) (int, error) {
 		p.noOpenat2.Store(true)
 	}
 	dir, name, _ := strings.Cut(r, "/")
-	dfd, err := p.openDir(dir)
+	d, err := p.dir.OpenDir(dir) // lib/dirfd's no-link step
 	if err != nil {
 		return -1, err
 	}
-	defer unix.Close(dfd)
-	return unix.Openat(dfd, name, flags, 0)
-}
-
-// openDir opens an IRQ's folder, never a link in its place (ELOOP).
-func (p *ProcIRQ) openDir(dir string) (int, error) {
-	dfd, err := unix.Openat(p.dir.FD(), dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOTDIR) {
-		var st unix.Stat_t
-		if unix.Fstatat(p.dir.FD(), dir, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			err = unix.ELOOP
-		}
-	}
-	return dfd, err
+	defer d.Close()
+	return unix.Openat(d.FD(), name, flags, 0)
 }
 
 // openNode opens the IRQ file at node path np
@@ -127,7 +115,7 @@ func (p *ProcIRQ) openNode(np string, flags int) (int, error) {
 
 // pathErr is err of op on node path np, a symbolic link said as such.
 func (p *ProcIRQ) pathErr(op, np string, err error) error {
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, dirfd.ErrSymlink) {
 		return fmt.Errorf("%s %s: it or a folder on its way is a symbolic link; gpuprep reads and writes IRQ files only where no link leads", op, np)
 	}
 	return &fs.PathError{Op: op, Path: p.root.Path(np), Err: err}
