@@ -50,6 +50,8 @@ type irqAffinityKnob struct {
 	runDir *rundir.Dir
 	// planned is what Desired computed in this run.
 	planned planned
+	// last is the list as last read (loadList).
+	last lastList
 }
 
 func init() {
@@ -116,6 +118,16 @@ func (k *irqAffinityKnob) Read() (Value, error) {
 	for _, a := range affs {
 		now[a.IRQ] = a.CPUs
 	}
+	moved := false // or gone
+	for _, p := range placed {
+		if !now[p.IRQ].Equal(p.To) {
+			moved = true
+			break
+		}
+	}
+	if !moved {
+		return k.listValue(), nil // every IRQ where gpuprep put it
+	}
 	return formatIRQValue(now), nil
 }
 
@@ -172,7 +184,7 @@ func (k *irqAffinityKnob) Desired(setting string) (Value, error) {
 		return "", err
 	}
 	if len(list.placed) > 0 && list.hasBasis && list.basis.Equal(basis) {
-		return placementValue(list.placed), nil
+		return k.listValue(), nil
 	}
 	in, err := k.input(basis, list.placed)
 	if err != nil {

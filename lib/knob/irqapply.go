@@ -319,6 +319,9 @@ func (k *irqAffinityKnob) loadList() (placedList, error) {
 		b, err = rd.ReadTrusted(irq.PlacedName, maxPlacedFile)
 		return err
 	})
+	if err != nil || string(b) != k.last.raw {
+		k.last = lastList{} // listValue is always the list loaded last
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return placedList{}, nil
@@ -331,13 +334,37 @@ func (k *irqAffinityKnob) loadList() (placedList, error) {
 	case err != nil:
 		return placedList{}, fmt.Errorf("%s: %w: not trusted", k.id, err)
 	}
+	if k.last.raw != "" {
+		l := k.last.list
+		l.placed = slices.Clone(l.placed)
+		return l, nil
+	}
 	ps, err := irq.ParsePlaced(irq.PlacedPath, b)
 	if err != nil {
 		return placedList{}, fmt.Errorf("%s: %w", k.id, err)
 	}
 	l := placedList{placed: ps}
 	l.basis, l.hasBasis = irq.ParseBasis(b)
+	k.last = lastList{raw: string(b), list: l}
+	l.placed = slices.Clone(ps)
 	return l, nil
+}
+
+// lastList is the list as this knob last read it: its text, what it
+// parses to, and its value once formatted, so that a run reading an
+// unchanged list twice (Read, then Desired) parses and formats it once.
+type lastList struct {
+	raw   string
+	list  placedList
+	value Value
+}
+
+// listValue is placementValue of the list last read.
+func (k *irqAffinityKnob) listValue() Value {
+	if k.last.value == "" {
+		k.last.value = placementValue(k.last.list.placed)
+	}
+	return k.last.value
 }
 
 // placedList is PlacedPath read: the IRQs placed, and the basis the
