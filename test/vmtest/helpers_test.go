@@ -132,3 +132,23 @@ func SetConfig(t *testing.T, toml string) {
 		}
 	})
 }
+
+// NodeLeftIdle checks that the jobs' end left the node to run the next job:
+// idle within a minute, or "mixed" with no job left, which slurmctld 22.05
+// shows for minutes after an epilog (it keeps the job's CPUs allocated by
+// itself; see TestIsolationSurvivesCrashes/reboot), never drained or down.
+func NodeLeftIdle(t *testing.T, ctx context.Context, when string) {
+	t.Helper()
+	idleCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, reason, err := node.WaitNodeState(idleCtx, "idle")
+	if err == nil {
+		return
+	}
+	jobs, _, _ := node.Run(ctx, "squeue -h")
+	if st == "mixed" && reason == "" && strings.TrimSpace(jobs) == "" {
+		t.Logf("node mixed with no job left %s: slurmctld's stale allocation, not a drain", when)
+		return
+	}
+	t.Errorf("node %s (%s) %s, want idle; jobs: %q", st, reason, when, jobs)
+}

@@ -520,8 +520,6 @@ func TestIRQAffinity(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameAffinities(t, before, readIRQs(t, ctx), "after the epilog, irqbalance without the policy script")
-		if st, _, _ := node.NodeState(ctx); st != "idle" {
-			t.Errorf("node state %s after the job, want idle", st)
-		}
+		NodeLeftIdle(t, ctx, "after the job")
 	})
 }

@@ -222,9 +222,7 @@ func TestIsolationThroughSystemd(t *testing.T) {
 			t.Errorf("%s after the epilog: AllowedCPUs=%q, effective %q; want none, 0-3", u, st.allowed, st.effective)
 		}
 	}
-	if st, _, _ := node.NodeState(ctx); st != "idle" {
-		t.Errorf("node state %s after the job, want idle", st)
-	}
+	NodeLeftIdle(t, ctx, "after the job")
 	report := MustRun(t, ctx, "gpuprep-epilog --report --since 1h")
 	if !strings.Contains(report, "latecomer.service") {
 		t.Errorf("the drift report does not name latecomer.service, started during job %d:\n%s", id, report)
