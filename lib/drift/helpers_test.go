@@ -1,22 +1,14 @@
 package drift
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
+	"gpuprep/internal/spooltest"
 	"gpuprep/lib/state"
 )
 
-func newSpool(t *testing.T) *state.Spool {
-	t.Helper()
-	sp, err := state.Open(filepath.Join(t.TempDir(), "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sp.Close() })
-	return sp
-}
+func newSpool(t *testing.T) *state.Spool { return spooltest.New(t) }
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
