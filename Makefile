@@ -100,7 +100,7 @@ demo: build
 bench: build
 	bash test/bench.sh
 	bash test/bench-hooks.sh
-	bash test/bench-irq.sh
+	GO=$(GO) bash test/bench-irq.sh
 	bash test/bench-health.sh
 	bash test/bench-srunwrap.sh
 

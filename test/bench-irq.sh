@@ -20,3 +20,7 @@ echo "$(grep -c ':' "$root/proc/interrupts") IRQs on the simulated node; first: 
 hk=$'[profiles.default]\nhousekeeping_cpus = {cores_per_numa = 1}\n'
 HOOKBENCH_PROFILE=$hk HOOKBENCH_PROFILE2="${hk}irq_affinity = true"$'\n' HOOKBENCH_TARGETS=1.5,1.25,1.25,1.5 \
   python3 test/hookbench.py "$root" "${RUNS:-20}" "${BIN:-bin/sim}" "$base/irq"
+# The knob's own work in each of the four runs, in one process (no process
+# start, no other knob): where the added time goes.
+echo "irq_affinity's own work on that node, in-process (go test -bench IRQAffinityLargeNode ./lib/knob):"
+${GO:-go} test -run '^$' -bench IRQAffinityLargeNode -benchmem ./lib/knob | grep -E '^Benchmark'

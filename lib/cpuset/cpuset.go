@@ -180,24 +180,58 @@ func (s Set) Mask(nbits int) string {
 // String formats the set canonically, as the kernel writes cpulist files:
 // ascending, every run of consecutive ids as a range ("0-3,5-6,8-11").
 func (s Set) String() string {
-	var sb strings.Builder
-	ids := s.List()
-	for i := 0; i < len(ids); {
-		j := i
-		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
-			j++
+	var small [64]byte
+	return string(s.AppendTo(small[:0]))
+}
+
+// AppendTo appends the set's CPU list (String's text) to b: a run of
+// consecutive ids is found a word at a time, with no list of ids on the
+// way (a large node formats thousands of sets in one run).
+func (s Set) AppendTo(b []byte) []byte {
+	first := true
+	for lo := s.next(0); lo >= 0; {
+		hi := s.runEnd(lo)
+		if !first {
+			b = append(b, ',')
 		}
-		if sb.Len() > 0 {
-			sb.WriteByte(',')
+		first = false
+		b = strconv.AppendInt(b, int64(lo), 10)
+		if hi > lo {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(hi), 10)
 		}
-		sb.WriteString(strconv.Itoa(ids[i]))
-		if j > i {
-			sb.WriteByte('-')
-			sb.WriteString(strconv.Itoa(ids[j]))
-		}
-		i = j + 1
+		lo = s.next(hi + 1)
 	}
-	return sb.String()
+	return b
+}
+
+// next is the lowest id in the set at or above c, or -1.
+func (s Set) next(c int) int {
+	for w := c / 64; w < len(s.words); w++ {
+		word := s.words[w]
+		if w == c/64 {
+			word &^= 1<<uint(c%64) - 1
+		}
+		if word != 0 {
+			return w*64 + bits.TrailingZeros64(word)
+		}
+	}
+	return -1
+}
+
+// runEnd is the highest id of the run of consecutive ids in the set that
+// starts at lo (which the set holds).
+func (s Set) runEnd(lo int) int {
+	for w := lo / 64; w < len(s.words); w++ {
+		word := ^s.words[w] // the ids not in the set
+		if w == lo/64 {
+			word &^= 1<<uint(lo%64) - 1
+		}
+		if word != 0 {
+			return w*64 + bits.TrailingZeros64(word) - 1
+		}
+	}
+	return len(s.words)*64 - 1
 }
 
 // List returns the ids in ascending order.

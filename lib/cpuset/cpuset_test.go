@@ -1,6 +1,7 @@
 package cpuset
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,14 @@ func TestParseAndString(t *testing.T) {
 		{"0-63,64-127", "0-127"},
 		{"0-55,112-167", "0-55,112-167"},
 		{" 1 , 3 - 4 ", "1,3-4"},
+		// runs that end or start at a word's edge
+		{"63", "63"},
+		{"63-64", "63-64"},
+		{"0-63", "0-63"},
+		{"64-127,129", "64-127,129"},
+		{"62-63,65-66", "62-63,65-66"},
+		{"0-191", "0-191"},
+		{"1,3,5,127-128,255", "1,3,5,127-128,255"},
 	}
 	for _, c := range cases {
 		got, err := Parse(c.in)
@@ -145,6 +154,9 @@ func FuzzParse(f *testing.F) {
 		if err != nil || !again.Equal(s) {
 			t.Fatalf("round trip of %q: %q -> %v %v", in, s.String(), again, err)
 		}
+		if want := listString(s.List()); s.String() != want {
+			t.Fatalf("String of %q: %q, want %q", in, s.String(), want)
+		}
 		if s.Size() > 0 && s.Size() < 4096 {
 			m, err := ParseMask(s.Mask(0))
 			if err != nil || !m.Equal(s) {
@@ -152,4 +164,23 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// listString is a CPU list's text made the plain way, from its ids: what
+// String must give.
+func listString(ids []int) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, strconv.Itoa(ids[i])+"-"+strconv.Itoa(ids[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ids[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }

@@ -216,6 +216,14 @@ func (r Root) Glob(pattern string) ([]string, error) {
 	return out, nil
 }
 
+// LinkTarget is the target of the symbolic link at node path p, as the
+// link holds it (one readlink; the folders on the way are the kernel's to
+// follow, as for a read): where only the target's last names matter (a
+// device's driver, an HCA's PCI function), not where it leads in the root.
+func (r Root) LinkTarget(p string) (string, error) {
+	return os.Readlink(r.Path(p))
+}
+
 // Resolve follows the symlinks of a node path inside the root and returns the
 // node path it ends at (e.g. /sys/class/net/eth0/device ->
 // /sys/devices/pci0000:00/0000:00:03.0). Absolute link targets are taken as

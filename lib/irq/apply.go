@@ -72,26 +72,23 @@ func (s Setter) Set(irq int, want cpuset.Set) (Result, error) {
 	if want.IsEmpty() {
 		return res, fmt.Errorf("IRQ %d: empty CPU list (the kernel keeps at least one CPU)", irq)
 	}
-	f := s.files()
 	p := AffinityPath(irq)
-	mode, err := s.mode(p)
+	text := want.String()
+	got, err := s.write(p, text)
 	if err != nil {
-		return res, err
-	}
-	if mode&0o222 == 0 {
-		res.Refused = true
-		return res, nil
-	}
-	got, err := f.WriteFile(p, want.String())
-	if err != nil {
-		if refused(err) {
+		if errors.Is(err, ErrReadOnly) || refused(err) {
 			res.Refused = true
 			return res, nil
 		}
 		return res, err
 	}
-	if res.Got, err = ParseCPUList(p, got); err != nil {
-		return res, err
+	// The kernel reads a list back as String writes it: the same text is
+	// the same set, with no parse.
+	res.Got = want
+	if got != text {
+		if res.Got, err = ParseCPUList(p, got); err != nil {
+			return res, err
+		}
 	}
 	var why []string
 	if !res.Got.Equal(want) {
@@ -102,11 +99,10 @@ func (s Setter) Set(irq int, want cpuset.Set) (Result, error) {
 		return res, nil
 	}
 	e := EffectivePath(irq)
-	switch s, err := f.ReadString(e); {
-	case errors.Is(err, fs.ErrNotExist):
+	switch s, ok, err := s.readIfPresent(e); {
 	case err != nil:
 		return res, err
-	default:
+	case ok:
 		if res.Effective, err = ParseCPUList(e, s); err != nil {
 			return res, err
 		}
@@ -131,6 +127,19 @@ func (s Setter) SetEach(irqs []int, want []cpuset.Set) ([]Result, []error) {
 	return res, errs
 }
 
+// readIfPresent reads the IRQ file at node path p, ok false when there is
+// none.
+func (s Setter) readIfPresent(p string) (string, bool, error) {
+	if s.Files == nil && s.Proc != nil {
+		return s.Proc.ReadIfPresent(p)
+	}
+	v, err := s.files().ReadString(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
 // files is what Set writes and reads through: Files, else Proc, else Root.
 func (s Setter) files() Files {
 	switch {
@@ -142,12 +151,28 @@ func (s Setter) files() Files {
 	return s.Root
 }
 
-// mode is the mode of the IRQ file at node path p, no link followed.
-func (s Setter) mode(p string) (uint32, error) {
-	if s.Proc != nil {
-		return s.Proc.Mode(p)
+// write writes want (a CPU list) to the IRQ file at node path p, no link followed,
+// and returns what it reads back; a file nobody may write is left as it
+// is, ErrReadOnly. Through Proc, the mode is told on the descriptor
+// written; else by a look at the path first.
+func (s Setter) write(p, want string) (string, error) {
+	if s.Files == nil && s.Proc != nil {
+		return s.Proc.WriteWritable(p, want)
 	}
-	return modeNoLinks(s.Root, p)
+	var mode uint32
+	var err error
+	if s.Proc != nil {
+		mode, err = s.Proc.Mode(p)
+	} else {
+		mode, err = modeNoLinks(s.Root, p)
+	}
+	if err != nil {
+		return "", err
+	}
+	if mode&0o222 == 0 {
+		return "", ErrReadOnly
+	}
+	return s.files().WriteFile(p, want)
 }
 
 // refused says a write error is the kernel's refusal to move the IRQ:

@@ -93,6 +93,53 @@ func TestSetAffinity(t *testing.T) {
 	}
 }
 
+// TestSetThroughProcIRQ: the hooks' way, /proc/irq opened once: a file
+// nobody may write (a managed IRQ as Linux 6.12 shows it) is refused and
+// left as it was, a longer list is replaced whole, an IRQ without
+// effective_affinity_list is no error, and a link in a file's place is
+// refused, not followed.
+func TestSetThroughProcIRQ(t *testing.T) {
+	n := twoSocket(t)
+	r := n.finish()
+	proc, err := OpenProcIRQ(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Close()
+	s := Setter{Root: r, Proc: proc}
+	if res, err := s.Set(30, cpuset.MustParse("0-1")); err != nil || !res.Refused {
+		t.Errorf("read-only IRQ 30: %+v, %v", res, err)
+	}
+	if got := n.read(AffinityPath(30)); got != "0-5" {
+		t.Errorf("read-only IRQ 30 holds %q after the refusal", got)
+	}
+	if err := os.Remove(r.Path(EffectivePath(60))); err != nil {
+		t.Fatal(err)
+	}
+	n.write(AffinityPath(60), "0-1,3,5,7,9,11,13,15\n", 0o644)
+	res, err := s.Set(60, cpuset.MustParse("8"))
+	if err != nil || res.Refused || res.Got.String() != "8" || !res.Effective.IsEmpty() || res.Mismatch != "" {
+		t.Errorf("IRQ 60: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(r.Path(AffinityPath(60))); string(b) != "8" {
+		t.Errorf("IRQ 60's file holds %q, want the value alone", b)
+	}
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("0-15\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(r.Path(AffinityPath(61)))
+	if err := os.Symlink(outside, r.Path(AffinityPath(61))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Set(61, cpuset.MustParse("0")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("IRQ 61 as a link: %v", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "0-15\n" {
+		t.Errorf("written through a link: %q", b)
+	}
+}
+
 // TestSetAffinityMismatch: a kernel that keeps another list, or an
 // effective CPU outside the list, is reported, not an error.
 func TestSetAffinityMismatch(t *testing.T) {

@@ -27,7 +27,7 @@ func PlacedDevices(r host.Root) ([]string, error) {
 	}
 	hcas, _ := r.ReadDir(infinibandDir) // none: no HCA
 	for _, name := range hcas {
-		dev, err := r.Resolve(infinibandDir + "/" + name)
+		dev, err := r.LinkTarget(infinibandDir + "/" + name) // <PCI function>/infiniband/<dev>
 		if err != nil {
 			continue
 		}

@@ -1,8 +1,10 @@
 package irq
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gpuprep/lib/cpuset"
@@ -26,19 +28,21 @@ type Placed struct {
 func FormatPlaced(ps []Placed) string {
 	s := slices.Clone(ps)
 	slices.SortFunc(s, func(a, b Placed) int { return a.IRQ - b.IRQ })
-	var b strings.Builder
-	b.WriteString("# IRQs placed by gpuprep: irq, affinity before, affinity set\n")
+	b := make([]byte, 0, 64+24*len(s))
+	b = append(b, "# IRQs placed by gpuprep: irq, affinity before, affinity set\n"...)
 	for i, p := range s {
 		if i > 0 && s[i-1].IRQ == p.IRQ {
 			continue
 		}
-		fmt.Fprintf(&b, "%d %s %s", p.IRQ, p.From, p.To)
+		b = strconv.AppendInt(b, int64(p.IRQ), 10)
+		b = p.From.AppendTo(append(b, ' '))
+		b = p.To.AppendTo(append(b, ' '))
 		if p.Refused {
-			b.WriteString(" refused")
+			b = append(b, " refused"...)
 		}
-		b.WriteByte('\n')
+		b = append(b, '\n')
 	}
-	return b.String()
+	return string(b)
 }
 
 // Basis is what a placement was computed for: the node's online CPUs and
@@ -61,10 +65,13 @@ func (b Basis) line() string {
 	return basisPrefix + b.Online.String() + ", housekeeping CPUs " + hk + "\n"
 }
 
-// FormatPlacedFor is FormatPlaced with the placement's Basis kept in a
-// comment line after the first.
-func FormatPlacedFor(ps []Placed, b Basis) string {
+// FormatPlacedFor is FormatPlaced with the placement's Basis, where
+// given, kept in a comment line after the first.
+func FormatPlacedFor(ps []Placed, b *Basis) string {
 	text := FormatPlaced(ps)
+	if b == nil {
+		return text
+	}
 	head, rest, _ := strings.Cut(text, "\n")
 	return head + "\n" + b.line() + rest
 }
@@ -98,8 +105,11 @@ func (b Basis) Equal(o Basis) bool {
 // ParsePlaced reads FormatPlaced's text back; blank lines and lines that
 // start with # are skipped. path names the file in errors, with the line.
 func ParsePlaced(path string, b []byte) ([]Placed, error) {
-	var out []Placed
-	seen := map[int]bool{}
+	type entry struct {
+		Placed
+		line int
+	}
+	es := make([]entry, 0, bytes.Count(b, []byte{'\n'})+1)
 	sets := map[string]cpuset.Set{} // a placement repeats a few CPU lists
 	i := -1
 	for line := range strings.SplitSeq(string(b), "\n") {
@@ -117,10 +127,6 @@ func ParsePlaced(path string, b []byte) ([]Placed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
 		}
-		if seen[n] {
-			return nil, fmt.Errorf("%s:%d: IRQ %d listed twice", path, i+1, n)
-		}
-		seen[n] = true
 		p := Placed{IRQ: n, Refused: len(f) == 4}
 		for j, dst := range []*cpuset.Set{&p.From, &p.To} {
 			set, ok := sets[f[1+j]]
@@ -132,9 +138,18 @@ func ParsePlaced(path string, b []byte) ([]Placed, error) {
 			}
 			*dst = set
 		}
-		out = append(out, p)
+		es = append(es, entry{p, i + 1})
 	}
-	slices.SortFunc(out, func(a, b Placed) int { return a.IRQ - b.IRQ })
+	// In order, an IRQ listed twice is next to itself, its later line
+	// second.
+	slices.SortStableFunc(es, func(a, b entry) int { return a.IRQ - b.IRQ })
+	out := make([]Placed, len(es))
+	for k, e := range es {
+		if k > 0 && es[k-1].IRQ == e.IRQ {
+			return nil, fmt.Errorf("%s:%d: IRQ %d listed twice", path, e.line, e.IRQ)
+		}
+		out[k] = e.Placed
+	}
 	return out, nil
 }
 

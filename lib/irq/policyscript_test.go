@@ -35,7 +35,7 @@ func TestPolicyScript(t *testing.T) {
 	dir := t.TempDir()
 	list := filepath.Join(dir, "it's banned") // a quote and a space: quoted in the script
 	if err := os.WriteFile(list, []byte(FormatPlacedFor([]Placed{{IRQ: 61, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0")}, {IRQ: 60, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("1"), Refused: true}, {IRQ: 160, From: cpuset.MustParse("2"), To: cpuset.MustParse("0-1")}},
-		Basis{Online: cpuset.MustParse("0-16"), Housekeeping: cpuset.MustParse("16")})), 0o644); err != nil {
+		&Basis{Online: cpuset.MustParse("0-16"), Housekeeping: cpuset.MustParse("16")})), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, inDir := range []bool{false, true} {
@@ -119,6 +119,9 @@ func TestPlacedRoundTrip(t *testing.T) {
 			t.Errorf("ParsePlaced(%q) = %v, want an error at line 2", bad, err)
 		}
 	}
+	if _, err := ParsePlaced(PlacedPath, []byte("61 0 1\n60 0 1\n61 2 3\n")); err == nil || err.Error() != PlacedPath+":3: IRQ 61 listed twice" {
+		t.Errorf("an IRQ listed again two lines on: %v", err)
+	}
 }
 
 // TestPackagedPolicyScript: the script the packages install at
@@ -146,7 +149,7 @@ func TestPlacedBasis(t *testing.T) {
 		{Online: cpuset.MustParse("0-223"), Housekeeping: cpuset.MustParse("0-1,112-113")},
 		{Online: cpuset.MustParse("0-7")},
 	} {
-		text := FormatPlacedFor(ps, b)
+		text := FormatPlacedFor(ps, &b)
 		got, ok := ParseBasis([]byte(text))
 		if !ok || !got.Equal(b) {
 			t.Errorf("%q: basis %+v, %v", text, got, ok)

@@ -35,6 +35,30 @@ func (p *ProcIRQ) ReadString(np string) (string, error) {
 	return strings.Trim(string(b), " \t\r\n\x00"), nil
 }
 
+// ReadIfPresent is ReadString for a file an IRQ may lack
+// (effective_affinity_list: kernels before 4.15, some chips): a missing
+// one is ok false, without an error to make and drop.
+func (p *ProcIRQ) ReadIfPresent(np string) (s string, ok bool, err error) {
+	r, err := rel(np)
+	if err != nil {
+		return "", false, err
+	}
+	fd, err := p.open(r, unix.O_RDONLY)
+	if errors.Is(err, unix.ENOENT) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, p.pathErr("open", np, err)
+	}
+	defer unix.Close(fd)
+	var buf [512]byte
+	b, err := readInto(fd, buf[:0])
+	if err != nil {
+		return "", false, fmt.Errorf("read %s: %w", np, err)
+	}
+	return strings.Trim(string(b), " \t\r\n\x00"), true, nil
+}
+
 // readFD reads fd to its end (at most maxIRQFile bytes). An IRQ file is
 // one short record, which the kernel gives whole to the first read: a
 // read that fills less than the room it was given is the end (one read

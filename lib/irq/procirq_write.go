@@ -3,6 +3,7 @@ package irq
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -12,7 +13,25 @@ import (
 
 // WriteFile writes value to the IRQ file at node path np and returns what
 // it reads afterwards, as host.Root.WriteFile does: one write(2) to the
-// kernel's file. It never creates the file.
+// kernel's file. It never creates the file. A file nobody may write is an
+// error wrapping ErrReadOnly.
+func (p *ProcIRQ) WriteFile(np, value string) (string, error) {
+	got, err := p.WriteWritable(np, value)
+	if errors.Is(err, ErrReadOnly) {
+		return "", fmt.Errorf("write %s: %w", np, err)
+	}
+	return got, err
+}
+
+// ErrReadOnly says an IRQ file's permissions let nobody write it: the
+// kernel's mark of an IRQ whose affinity it keeps (managed, per-CPU).
+var ErrReadOnly = errors.New("read-only (mode without a write bit)")
+
+// WriteWritable is WriteFile for an IRQ file whose permissions let
+// someone write it, told on the descriptor it writes through (one fstat,
+// no separate look at the path first); for one nobody may write it
+// writes nothing and returns ErrReadOnly (the kernel would refuse the
+// write, and a fixture's file plays the kernel).
 //
 // A fixture's plain file is written in place, never emptied on the way:
 // the value, padded with newlines to the old content's length, in one
@@ -21,17 +40,32 @@ import (
 // never an empty file, which real procfs never shows (host.Root.WriteFile
 // replaces a fixture's file by a rename for the same reason, at four
 // times the system calls: a large node's restore writes a thousand IRQs).
-func (p *ProcIRQ) WriteFile(np, value string) (string, error) {
+func (p *ProcIRQ) WriteWritable(np, value string) (string, error) {
 	fd, err := p.openNode(np, unix.O_RDWR)
+	if errors.Is(err, fs.ErrPermission) {
+		return p.readOnlyOr(np, err) // not root: a read-only file cannot be opened to write
+	}
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(fd)
-	crashpoint.Hit("write", p.root.Path(np))
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", p.pathErr("stat", np, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return "", fmt.Errorf("write %s: not a regular file", np)
+	case st.Mode&0o222 == 0:
+		return "", ErrReadOnly
+	}
+	if crashpoint.On { // the path is made only for a crash test's build
+		crashpoint.Hit("write", p.root.Path(np))
+	}
 	if p.kernel {
 		err = writeOnce(fd, value)
 	} else {
-		err = writeInPlace(fd, value)
+		err = writeInPlace(fd, value, st.Size)
 	}
 	if err != nil {
 		return "", fmt.Errorf("write %q to %s: %w", value, np, err)
@@ -43,6 +77,16 @@ func (p *ProcIRQ) WriteFile(np, value string) (string, error) {
 	return strings.Trim(string(b), " \t\r\n\x00"), nil
 }
 
+// readOnlyOr is ErrReadOnly where the file at np has no write bit, else
+// err (opening it to write was refused for another reason).
+func (p *ProcIRQ) readOnlyOr(np string, err error) (string, error) {
+	mode, merr := p.Mode(np)
+	if merr == nil && mode&0o222 == 0 {
+		return "", ErrReadOnly
+	}
+	return "", err
+}
+
 // writeOnce writes value to a kernel attribute in one write.
 func writeOnce(fd int, value string) error {
 	n, err := unix.Write(fd, []byte(value))
@@ -52,18 +96,11 @@ func writeOnce(fd int, value string) error {
 	return err
 }
 
-// writeInPlace writes value over a fixture's plain file open as fd (see
-// WriteFile); a file that is not a regular one is an error.
-func writeInPlace(fd int, value string) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat: %w", err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return errors.New("not a regular file")
-	}
+// writeInPlace writes value over a fixture's plain file open as fd, of
+// size bytes (see WriteWritable).
+func writeInPlace(fd int, value string, size int64) error {
 	b := []byte(value)
-	for int64(len(b)) < st.Size {
+	for int64(len(b)) < size {
 		b = append(b, '\n')
 	}
 	n, err := unix.Pwrite(fd, b, 0)

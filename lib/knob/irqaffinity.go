@@ -327,9 +327,15 @@ func parseIRQValue(v Value) (map[int]cpuset.Set, error) {
 		return nil, err
 	}
 	out := make(map[int]cpuset.Set, len(each))
+	sets := map[string]cpuset.Set{} // a placement holds a few CPU lists
 	for k, cpus := range each {
 		n, _ := strconv.Atoi(k)
-		out[n], _ = cpuset.Parse(cpus)
+		set, ok := sets[cpus]
+		if !ok {
+			set, _ = cpuset.Parse(cpus)
+			sets[cpus] = set
+		}
+		out[n] = set
 	}
 	return out, nil
 }

@@ -69,12 +69,16 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 		return err
 	}
 	undo := unlisted(old, want)
+	basis := k.basisOf(v)
 	// Undone IRQs stay listed until they are written back, so a crash
-	// meanwhile still knows them.
-	if err := k.savePlaced(append(slices.Clone(next), undo...)); err != nil {
-		return err
-	}
+	// meanwhile still knows them. A list that places nothing new (a
+	// restore) names them already, as they were: it stays as it is.
+	var before string
 	if len(next) > 0 {
+		before = irq.FormatPlacedFor(append(slices.Clone(next), undo...), basis)
+		if err := k.writeList(before); err != nil {
+			return err
+		}
 		k.rescan(balancers)
 	}
 	problems, err := k.setAffinities(set, next)
@@ -84,8 +88,12 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 	if err := k.restore(set, undo, len(balancers) > 0); err != nil {
 		return err
 	}
-	if err := k.saveList(next, k.basisOf(v)); err != nil {
-		return err
+	// The list as it stands now: without the undone IRQs, and with those
+	// the kernel refused marked; unchanged, it is not written again.
+	if after := irq.FormatPlacedFor(next, basis); len(next) == 0 || after != before {
+		if err := k.saveList(next, basis); err != nil {
+			return err
+		}
 	}
 	if len(undo) > 0 {
 		k.rescan(balancers) // hand the unlisted IRQs back
@@ -390,14 +398,19 @@ func (k *irqAffinityKnob) savePlaced(ps []irq.Placed) error {
 
 // saveList is savePlaced keeping the basis of the placement, when given.
 func (k *irqAffinityKnob) saveList(ps []irq.Placed, basis *irq.Basis) error {
-	text := irq.FormatPlaced(ps)
-	if basis != nil {
-		text = irq.FormatPlacedFor(ps, *basis)
-	}
-	err := rundir.Use(k.runDir, k.root, true, func(rd *rundir.Dir) error {
-		if len(ps) == 0 {
-			return rd.Remove(irq.PlacedName)
+	if len(ps) == 0 {
+		err := rundir.Use(k.runDir, k.root, true, func(rd *rundir.Dir) error { return rd.Remove(irq.PlacedName) })
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.id, err)
 		}
+		return nil
+	}
+	return k.writeList(irq.FormatPlacedFor(ps, basis))
+}
+
+// writeList replaces PlacedPath with text, as savePlaced does.
+func (k *irqAffinityKnob) writeList(text string) error {
+	err := rundir.Use(k.runDir, k.root, true, func(rd *rundir.Dir) error {
 		return rd.WriteAtomic(irq.PlacedName, []byte(text), 0o644)
 	})
 	if err != nil {

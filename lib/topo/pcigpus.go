@@ -1,6 +1,8 @@
 package topo
 
 import (
+	"errors"
+	"io/fs"
 	"path"
 
 	"gpuprep/lib/host"
@@ -28,23 +30,28 @@ const (
 // device whose vendor or class file cannot be read is skipped; a node
 // without /sys/bus/pci (a container) has none.
 func NVIDIAGPUsOnBus(r host.Root) ([]string, error) {
-	devs, err := r.Glob(pciDevicesSysPath + "/*/vendor")
+	// The folder's names, then each one's vendor file: a glob of
+	// <function>/vendor would read every function's folder too.
+	fns, err := r.ReadDir(pciDevicesSysPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, v := range devs {
-		dir := path.Dir(v)
-		if vendor, err := r.ReadHex(v); err != nil || vendor != pciVendorNVIDIA {
+	for _, fn := range fns {
+		dir := pciDevicesSysPath + "/" + fn
+		if vendor, err := r.ReadHex(dir + "/vendor"); err != nil || vendor != pciVendorNVIDIA {
 			continue
 		}
 		if class, err := r.ReadHex(dir + "/class"); err != nil || class>>8 != pciClassVGA && class>>8 != pciClass3D {
 			continue
 		}
-		if drv, err := r.Resolve(dir + "/driver"); err == nil && path.Base(drv) == vfioDriver {
+		if drv, err := r.LinkTarget(dir + "/driver"); err == nil && path.Base(drv) == vfioDriver {
 			continue
 		}
-		out = append(out, path.Base(dir))
+		out = append(out, fn)
 	}
 	return out, nil
 }
