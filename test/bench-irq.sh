@@ -22,5 +22,5 @@ HOOKBENCH_PROFILE=$hk HOOKBENCH_PROFILE2="${hk}irq_affinity = true"$'\n' HOOKBEN
   python3 test/hookbench.py "$root" "${RUNS:-20}" "${BIN:-bin/sim}" "$base/irq"
 # The knob's own work in each of the four runs, in one process (no process
 # start, no other knob): where the added time goes.
-echo "irq_affinity's own work on that node, in-process (go test -bench IRQAffinityLargeNode ./lib/knob):"
-${GO:-go} test -run '^$' -bench IRQAffinityLargeNode -benchmem ./lib/knob | grep -E '^Benchmark'
+echo "irq_affinity's own work on that node, in-process (go test -bench 'IRQAffinityLargeNode|IRQFilesFloor' ./lib/knob):"
+${GO:-go} test -run '^$' -bench 'IRQAffinityLargeNode|IRQFilesFloor' -benchmem ./lib/knob | grep -E '^Benchmark'
