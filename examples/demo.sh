@@ -301,6 +301,8 @@ rc=0
 "$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 2>&1 | grep -E '^health|^xid|^no change' || rc=$?
 echo "exit status: $rc"
 [ "$rc" -eq 1 ] # fails while the Xid stands; anything else stops the demo
+echo "what the drain reason's code says (gpuprep-health --explain XID79, anyone may run it):"
+"$bin"/gpuprep-health --explain XID79 | sed 's/^/  /'
 printf '4,4,6000000,-;NVRM: GPU %s: GPU recovered after reset\n' "$gpu0" >>"$root/dev/kmsg"
 rc=0
 "$bin"/gpuprep-health "${hook[@]}" --no-drain --node dgxh100-01 >"$spool/health.txt" 2>&1 || rc=$?

@@ -49,16 +49,31 @@ type Result struct {
 	// count at which its severity applies.
 	Streak   int `json:"streak,omitempty"`
 	Debounce int `json:"debounce,omitempty"`
+	// Code names a failure for good ("XID79", "PCIE_DEGRADED": codes.go,
+	// gpuprep-health --explain), Action says what to do about it; both
+	// "" unless the check failed.
+	Code   string      `json:"code,omitempty"`
+	Action ActionClass `json:"action,omitempty"`
+}
+
+// withCode is r carrying code c.
+func (r Result) withCode(c Code) Result {
+	r.Code, r.Action = c.Name, c.Action
+	return r
 }
 
 // key identifies a check on a scope across runs (debounce streaks).
 func (r Result) key() string { return r.Check + "@" + r.Scope }
 
-// Line is the result as one line: "ecc_volatile GPU 3 (0000:9a:00.0): fail (fatal): 2 ...".
+// Line is the result as one line: "ecc_volatile GPU 3 (0000:9a:00.0): fail
+// (fatal) ECC_UNCORRECTABLE reset_gpu: 2 ...".
 func (r Result) Line() string {
 	s := fmt.Sprintf("%s %s: %s", r.Check, r.Scope, r.Status)
 	if r.Severity != "" {
 		s += " (" + r.Severity + ")"
+	}
+	if r.Code != "" {
+		s += " " + r.Code + " " + string(r.Action)
 	}
 	if r.Reason != "" {
 		s += ": " + r.Reason
@@ -122,17 +137,28 @@ func (r *Report) with(sev string) []Result {
 // "gpuprep-prolog: health: ..." (OwnsDrain).
 const ReasonPrefix = "health: "
 
-// Reason is the fatal failures' reasons joined with "; ", "" when none: the
-// first line of the prolog's stderr ("health: GPU 3 (...): ...").
+// Reason is the fatal failures' reasons, each after its code and action,
+// joined with "; ", "" when none: the first line of the prolog's stderr
+// ("health: ECC_UNCORRECTABLE reset_gpu: GPU 3 (...): ...").
 func (r *Report) Reason() string {
 	var parts []string
 	for _, x := range r.Fatal() {
-		parts = append(parts, x.Reason)
+		parts = append(parts, x.CodedReason())
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return ReasonPrefix + strings.Join(parts, "; ")
+}
+
+// CodedReason is the failure's reason after its code and action:
+// "XID79 reboot: GPU 0 (0000:18:00.0): Xid 79 (...)"; the reason alone
+// where it has no code.
+func (r Result) CodedReason() string {
+	if r.Code == "" {
+		return r.Reason
+	}
+	return r.Code + " " + string(r.Action) + ": " + r.Reason
 }
 
 // gpuScope names a GPU in scopes and reasons: "GPU 3 (0000:9a:00.0)".
@@ -155,12 +181,14 @@ func fail(check, scope, why string) Result {
 	if scope != nodeScope {
 		reason = scope + ": " + why
 	}
-	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
+	return failWhole(check, scope, reason)
 }
 
-// failWhole is a failure whose reason names its subject already.
+// failWhole is a failure whose reason names its subject already, with its
+// check's first code (codes.go); the caller sets another where the
+// check's failures differ.
 func failWhole(check, scope, reason string) Result {
-	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}
+	return Result{Check: check, Scope: scope, Status: Fail, Reason: reason}.withCode(defaultCode(check))
 }
 
 // Summary is one line for the log: "60 ok, 0 fatal, 1 warn, 12 skipped, 14.2 ms".

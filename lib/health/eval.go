@@ -103,7 +103,7 @@ func unreadable(check, scope string, err error) Result {
 		return skip(check, scope, err.Error())
 	}
 	// NVML's errors name the GPU already: "nvml: GPU 3 (0000:5d:00.0): ...".
-	return fail(check, scope, strings.TrimPrefix(err.Error(), "nvml: "+scope+": "))
+	return fail(check, scope, strings.TrimPrefix(err.Error(), "nvml: "+scope+": ")).withCode(unreadableCode(check))
 }
 
 func has(list []string, field string) bool { return slices.Contains(list, field) }
@@ -331,22 +331,26 @@ func (j *xidJudge) gpuXID(bus string) (Result, bool) {
 	const c = "xid"
 	sev := config.HealthOff
 	var parts []string
+	var code codePick
 	fresh := map[int]bool{}
 	for _, x := range j.byBus[bus] {
 		sev = worse(sev, x.Severity)
 		fresh[x.Code] = true
 		parts = append(parts, fmt.Sprintf("Xid %d (%s)", x.Code, xidText(x.Code, x.Text, x.To)))
+		code.add(xidCode(x.Code), x.Severity)
 	}
 	for _, s := range j.standing[bus] {
 		if !fresh[s.Code] {
 			sev = worse(sev, lower(config.HealthFatal, j.e.Health.HealthSeverity(c)))
 			parts = append(parts, s.describe())
+			code.add(xidCode(s.Code), config.HealthFatal)
 		}
 	}
 	if g, ok := j.gpus[bus]; ok {
-		if p, s := recoveryPart(g, j.e); p != "" {
+		if p, s, rc := recoveryPart(g, j.e); p != "" {
 			sev = worse(sev, s)
 			parts = append(parts, p)
+			code.add(rc, s)
 		}
 	}
 	if len(parts) == 0 {
@@ -356,9 +360,25 @@ func (j *xidJudge) gpuXID(bus string) (Result, bool) {
 	if sev == config.HealthOff {
 		return ok(c, scope, "ignored: "+strings.Join(parts, "; ")), true
 	}
-	r := fail(c, scope, strings.Join(parts, "; "))
+	r := fail(c, scope, strings.Join(parts, "; ")).withCode(code.best)
 	r.BusID, r.Severity = bus, sev
 	return r, true
+}
+
+// codePick keeps the code of a GPU's xid result: of the findings with the
+// worst severity, the one whose action does the most.
+type codePick struct {
+	best Code
+	sev  string
+}
+
+func (p *codePick) add(c Code, sev string) {
+	switch {
+	case p.best.Name == "", worse(p.sev, sev) != p.sev:
+		p.best, p.sev = c, sev
+	case sev == p.sev && stronger(p.best.Action, c.Action) != p.best.Action:
+		p.best = c
+	}
 }
 
 // scope names the GPU at bus: "GPU 0 (0000:18:00.0)", or "GPU ? (...)"
@@ -378,17 +398,17 @@ func (j *xidJudge) scope(bus string) string {
 // (capped by the xid check's severity); a read that failed otherwise, a
 // warning: a GPU NVML lost fails its other checks, and a driver quirk in
 // one field must not drain every node.
-func recoveryPart(g GPUFacts, e Expect) (string, string) {
+func recoveryPart(g GPUFacts, e Expect) (string, string, Code) {
 	sev := e.Health.HealthSeverity("xid")
 	switch {
 	case errors.Is(g.RecoveryErr, gpu.ErrUnsupported):
-		return "", ""
+		return "", "", Code{}
 	case g.RecoveryErr != nil:
-		return "recovery action unreadable: " + strings.TrimPrefix(g.RecoveryErr.Error(), "nvml: "), lower(config.HealthWarn, sev)
+		return "recovery action unreadable: " + strings.TrimPrefix(g.RecoveryErr.Error(), "nvml: "), lower(config.HealthWarn, sev), unreadableCode("xid")
 	case g.Recovery == gpu.RecoveryNone:
-		return "", ""
+		return "", "", Code{}
 	}
-	return "driver recovery action: " + g.Recovery.String(), lower(config.HealthFatal, sev)
+	return "driver recovery action: " + g.Recovery.String(), lower(config.HealthFatal, sev), recoveryCode(g.Recovery)
 }
 
 // xidText is an Xid's text in a reason: its line's, or for an Xid 154

@@ -25,12 +25,17 @@ type finding struct {
 	status Status
 	text   string
 	err    error
+	// code is a failure's code where it is not its check's first.
+	code string
 }
 
 func passed(value string) finding { return finding{status: OK, text: value} }
 func failed(why string) finding   { return finding{status: Fail, text: why} }
-func skipped(why string) finding  { return finding{status: Skip, text: why} }
-func unread(err error) finding    { return finding{err: err} }
+
+// failedAs is failed with code (a name in checkCodes).
+func failedAs(code, why string) finding { return finding{status: Fail, text: why, code: code} }
+func skipped(why string) finding        { return finding{status: Skip, text: why} }
+func unread(err error) finding          { return finding{err: err} }
 
 // The facts a check reads, by their read error.
 func settingsRead(g GPUFacts) error { return g.SettingsErr }
@@ -55,7 +60,11 @@ func (k gpuCheck) eval(c string, g GPUFacts, e Expect) Result {
 	case f.status == Skip:
 		return skip(c, s, f.text)
 	case f.status == Fail:
-		return fail(c, s, f.text)
+		r := fail(c, s, f.text)
+		if code, ok := CodeOf(f.code); ok {
+			r = r.withCode(code)
+		}
+		return r
 	}
 	return ok(c, s, f.text)
 }
@@ -109,7 +118,10 @@ func judgeRowRemap(g GPUFacts, _ Expect) finding {
 	if h.RetiredPagesPending {
 		probs = append(probs, "retired pages pending (reset the GPU)")
 	}
-	if len(probs) > 0 {
+	switch {
+	case h.RemappingFailed:
+		return failedAs("ROW_REMAP_FAILED", strings.Join(probs, ", "))
+	case len(probs) > 0:
 		return failed(strings.Join(probs, ", "))
 	}
 	if has(h.Unsupported, "remapping_failed") && has(h.Unsupported, "retired_pages_pending") {

@@ -37,7 +37,7 @@ func TestGPUCountDriverGone(t *testing.T) {
 	for _, count := range []int{0, 8} {
 		rep := runWith(t, n.root, "auto", count)
 		r := one(t, rep, "gpu_count", "node")
-		if r.Status != Fail || r.Severity != "fatal" || r.Reason != want || rep.Reason() != "health: "+want {
+		if r.Status != Fail || r.Severity != "fatal" || r.Reason != want || rep.Reason() != "health: GPU_MISSING reboot: "+want {
 			t.Errorf("gpu_count = %d: %+v (report reason %q)", count, r, rep.Reason())
 		}
 	}

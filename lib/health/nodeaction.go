@@ -51,14 +51,19 @@ type Decision struct {
 }
 
 // DrainReason is the reason gpuprep-health drains a node with: DrainPrefix,
-// the first fatal failure's check and its reason (which names the GPU),
-// and how many more there are: "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79
-// (GPU has fallen off the bus) (+1 more)".
+// the first fatal failure's code, what to do (its action) and its reason
+// (which names the GPU), and how many more there are: "gpuprep: XID79
+// reboot: GPU 0 (0000:18:00.0): Xid 79 (GPU has fallen off the bus) (+1
+// more)". gpuprep-health --explain XID79 says more.
 func DrainReason(fatal []Result) string {
 	if len(fatal) == 0 {
 		return ""
 	}
-	s := DrainPrefix + fatal[0].Check + ": " + fatal[0].Reason
+	f := fatal[0]
+	s := DrainPrefix + f.Check + ": " + f.Reason // a result made by hand carries no code
+	if f.Code != "" {
+		s = DrainPrefix + f.CodedReason()
+	}
 	if len(fatal) > 1 {
 		s += fmt.Sprintf(" (+%d more)", len(fatal)-1)
 	}

@@ -27,8 +27,8 @@ func TestDecide(t *testing.T) {
 	healthy := &Report{Results: []Result{{Check: "swap", Scope: nodeScope, Status: OK}}}
 
 	idle := slurm.NodeState{Name: "n1", State: "IDLE"}
-	ours := slurm.NodeState{Name: "n1", State: "IDLE+DRAIN", Reason: "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79"}
-	prologs := slurm.NodeState{Name: "n1", State: "IDLE+DRAIN", Reason: "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 (...)"}
+	ours := slurm.NodeState{Name: "n1", State: "IDLE+DRAIN", Reason: "gpuprep: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79"}
+	prologs := slurm.NodeState{Name: "n1", State: "IDLE+DRAIN", Reason: "gpuprep-prolog: health: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79 (...)"}
 	applyFail := slurm.NodeState{Name: "n1", State: "IDLE+DRAIN", Reason: "gpuprep-prolog: cpu_governor: write failed"}
 	admin := slurm.NodeState{Name: "n1", State: "MIXED+DRAIN", Reason: "admin: fan 3"}
 	for _, c := range []struct {
@@ -85,10 +85,20 @@ func TestStandingXIDs(t *testing.T) {
 	}
 }
 
+// TestDrainReason: the code and what to do come first, then what was
+// found; a result with no code (made by hand) names its check.
 func TestDrainReason(t *testing.T) {
-	got := DrainReason([]Result{{Check: "xid", Reason: "GPU 0 (0000:18:00.0): Xid 79 (GPU has fallen off the bus)"}})
-	if got != "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79 (GPU has fallen off the bus)" {
+	r := failWhole("xid", "GPU 0 (0000:18:00.0)", "GPU 0 (0000:18:00.0): Xid 79 (GPU has fallen off the bus)").withCode(xidCode(79))
+	second := fail("pcie_link", "GPU 1 (0000:2a:00.0)", "PCIe link width x8, want x16")
+	got := DrainReason([]Result{r, second})
+	if got != "gpuprep: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79 (GPU has fallen off the bus) (+1 more)" {
 		t.Errorf("%q", got)
+	}
+	if got := DrainReason([]Result{second}); got != "gpuprep: PCIE_DEGRADED check_hardware: GPU 1 (0000:2a:00.0): PCIe link width x8, want x16" {
+		t.Errorf("%q", got)
+	}
+	if got := DrainReason([]Result{{Check: "xid", Reason: "GPU 0: Xid 79"}}); got != "gpuprep: xid: GPU 0: Xid 79" {
+		t.Errorf("no code: %q", got)
 	}
 }
 

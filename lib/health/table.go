@@ -24,7 +24,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		detail := res.Value
 		if res.Reason != "" {
-			detail = res.Reason
+			detail = res.CodedReason() // a failure's code and action first
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", res.Check, res.Scope, status, detail)
 	}

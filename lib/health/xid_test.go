@@ -164,7 +164,7 @@ func TestXIDWatermark(t *testing.T) {
 	if len(f) != 1 || f[0].Reason != gpu3+": Xid 79 (pid=99, name=python, GPU has fallen off the bus.); driver recovery action: GPU reset" {
 		t.Fatalf("first prolog: %+v", f)
 	}
-	if rep.Reason() != "health: "+f[0].Reason {
+	if rep.Reason() != "health: XID79 reboot: "+f[0].Reason || f[0].Code != "XID79" || f[0].Action != ClassReboot {
 		t.Errorf("reason %q", rep.Reason())
 	}
 	// The admin resumes the node: the Xid is no longer new, but it stands.

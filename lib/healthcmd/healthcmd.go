@@ -57,6 +57,7 @@ type healthFlags struct {
 	noDrain  bool
 	clear    string // --clear GPU|all
 	reason   string // --reason TEXT, with --clear
+	explain  string // --explain CODE|list
 }
 
 const healthUsage = `usage: gpuprep-health [flags]
@@ -65,8 +66,9 @@ Slurm HealthCheckProgram (slurm.conf: HealthCheckProgram=/usr/sbin/gpuprep-healt
 HealthCheckInterval=300, HealthCheckNodeState=ANY,CYCLE): runs the prolog's
 health checks on an idle or busy node, under the node lock it shares with
 gpuprep-prolog and gpuprep-epilog (one Xid watermark: each Xid is new to one
-run). A fatal failure drains the node with a reason that starts "gpuprep: "
-and names the check and the GPU; a node gpuprep drained is resumed once every
+run). A fatal failure drains the node with a reason that starts "gpuprep: ",
+then the failure's code and what to do (its action class), and names the GPU
+("gpuprep: XID79 reboot: GPU 0 (...): ..."; --explain CODE says more); a node gpuprep drained is resumed once every
 check passes; a drain anyone else set is left alone. A fatal Xid stands
 until its GPU is cleared: every run fails and drains a node that is not
 drained (a failed scontrol is retried at the next run), and every prolog of
@@ -94,6 +96,9 @@ func Main(e cli.Env) int {
 	fs := newHealthFlagSet(&f, e.Stderr)
 	if done, code := cli.Parse(fs, &f.common, e.Args, e.Stdout); done {
 		return code
+	}
+	if f.explain != "" {
+		return explainProgram(prog, f.explain, e.Stdout, e.Stderr)
 	}
 	if err := checkClearFlags(&f); err != nil {
 		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
@@ -137,6 +142,7 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	fs.BoolVar(&f.noDrain, "no-drain", false, "leave draining and resuming to the caller (LBNL NHC's check_cmd_status): never call scontrol; exit 1 while a check fails fatally (a standing fatal Xid too)")
 	fs.StringVar(&f.clear, "clear", "", "end the standing Xids of a GPU (its index, PCI bus id or UUID) or of \"all\", with --reason; root only; recorded in the log, the state and gpuprep-health.prom")
 	fs.StringVar(&f.reason, "reason", "", "why the GPU is fit again (--clear): recorded with who cleared it")
+	fs.StringVar(&f.explain, "explain", "", "print what a failure's code (the word after \"gpuprep: \" in a drain reason: XID79, PCIE_DEGRADED, ...) means and what to do about it, then exit; \"list\" lists every code")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "run the checks read-only and print what it would do to the node; change nothing (no lock, Xid watermark, drain, resume, metrics or log file)")
 	return fs
 }

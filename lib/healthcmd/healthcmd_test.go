@@ -65,7 +65,7 @@ func TestHealthProgramXIDOnce(t *testing.T) {
 	}
 	env := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "carol", "SLURM_JOB_GPUS": "0"}
 	code, _, stderr = mainRun("prolog", env, "--root", h.root, "--gpu-backend", "mock:dgxh100", "--config", h.cfg, "--state-dir", h.spool)
-	if code != 1 || !strings.Contains(stderr, "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 not cleared (1 time; ") {
+	if code != 1 || !strings.Contains(stderr, "gpuprep-prolog: health: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79 not cleared (1 time; ") {
 		t.Fatalf("the prolog while Xid 79 stands: %d %s", code, stderr)
 	}
 	h.kmsg("4,2,9000000,-;NVRM: GPU 0000:18:00.0: GPU recovered after reset")

@@ -234,7 +234,7 @@ const bus0 = "0000:18:00.0"
 func TestXIDFloodKeepsFatalXID(t *testing.T) {
 	n := newStandingNode(t)
 	n.kernel(xidLine("18:00", 74, "NVLink: fatal error detected on link 3"))
-	if h := n.health(nil); h.code != 1 || !h.Done || !strings.HasPrefix(h.Decision.Reason, "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 74") {
+	if h := n.health(nil); h.code != 1 || !h.Done || !strings.HasPrefix(h.Decision.Reason, "gpuprep: XID74 investigate: GPU 0 (0000:18:00.0): Xid 74") {
 		t.Fatalf("Xid 74: exit %d %+v %s", h.code, h.Decision, h.stderr)
 	}
 	for i := 0; i < 40; i++ {
@@ -250,7 +250,7 @@ func TestXIDFloodKeepsFatalXID(t *testing.T) {
 	if code, out, _ := n.healthRaw(nil, "--no-drain"); code != 1 || !strings.Contains(out, "Xid 74") {
 		t.Errorf("--no-drain (NHC) after the flood: exit %d\n%s", code, out)
 	}
-	if code, stderr := n.prolog("0"); code != 1 || !strings.HasPrefix(stderr, "gpuprep-prolog: health: GPU 0 (0000:18:00.0): ") || !strings.Contains(firstLine(stderr), "Xid 74") {
+	if code, stderr := n.prolog("0"); code != 1 || !strings.HasPrefix(stderr, "gpuprep-prolog: health: XID74 investigate: GPU 0 (0000:18:00.0): ") || !strings.Contains(firstLine(stderr), "Xid 74") {
 		t.Errorf("prolog on GPU 0 after the flood: exit %d %q", code, stderr)
 	}
 }
@@ -272,7 +272,7 @@ func TestStandingXIDDrainsUntilCleared(t *testing.T) {
 	if log := n.logText(); !strings.Contains(log, "scontrol could not drain the node") || !strings.Contains(log, "the next run retries") {
 		t.Errorf("the log does not say the drain is retried:\n%s", log)
 	}
-	const want = "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79"
+	const want = "gpuprep: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79"
 	h = n.health(nil)
 	if st, reason := n.slurm.node(); h.code != 1 || !h.Done || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, want) {
 		t.Fatalf("second run: exit %d done %v node %s %q; fatal %q", h.code, h.Done, st, reason, h.fatal())
@@ -281,7 +281,7 @@ func TestStandingXIDDrainsUntilCleared(t *testing.T) {
 	if h = n.health(nil); !h.Done || h.Decision.Action != "drain" || !strings.HasPrefix(h.Decision.Reason, want) {
 		t.Fatalf("after an admin's resume: exit %d %+v", h.code, h.Decision)
 	}
-	if code, stderr := n.prolog("0"); code != 1 || !strings.HasPrefix(stderr, "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79") {
+	if code, stderr := n.prolog("0"); code != 1 || !strings.HasPrefix(stderr, "gpuprep-prolog: health: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79") {
 		t.Errorf("prolog of a job on GPU 0: exit %d %q", code, stderr)
 	}
 	if code, stderr := n.prolog("1"); code != 0 {
@@ -331,7 +331,7 @@ func TestHealthFullSpoolStillDrains(t *testing.T) {
 	filler := fulldisk.Fill(t, mnt)
 	n.kernel(xidLine("18:00", 79, "GPU has fallen off the bus."))
 	code, _, stderr := n.healthRaw(nil)
-	if st, reason := n.slurm.node(); code == 0 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79") {
+	if st, reason := n.slurm.node(); code == 0 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprep: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79") {
 		t.Fatalf("full spool: exit %d, node %s %q\n%s", code, st, reason, stderr)
 	}
 	if !strings.Contains(stderr, "health.json") || !strings.Contains(stderr, "no space left on device") {
@@ -380,7 +380,7 @@ func TestRecoveryAction(t *testing.T) {
 	n := newStandingNode(t)
 	hooktest.InjectFault(t, n.root, 1, gpumock.Faults{RecoveryAction: 1}) // GPU 1, 0000:2a:00.0: GPU reset
 	h := n.health(nil)
-	if h.code != 1 || !strings.HasPrefix(h.Decision.Reason, "gpuprep: xid: GPU 1 (0000:2a:00.0): ") || !strings.Contains(h.Decision.Reason, "GPU reset") {
+	if h.code != 1 || !strings.HasPrefix(h.Decision.Reason, "gpuprep: RECOVERY_GPU_RESET reset_gpu: GPU 1 (0000:2a:00.0): ") || !strings.Contains(h.Decision.Reason, "GPU reset") {
 		t.Fatalf("recovery action GPU reset: exit %d %+v", h.code, h.Decision)
 	}
 	if code, stderr := n.prolog("1"); code != 1 || !strings.Contains(firstLine(stderr), "GPU 1 (0000:2a:00.0)") || !strings.Contains(firstLine(stderr), "GPU reset") {

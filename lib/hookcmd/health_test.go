@@ -65,7 +65,7 @@ func TestPrologHealthFault(t *testing.T) {
 	}
 	env = map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "dave", "SLURM_JOB_GPUS": "2,3", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
 	code, _, stderr := mainRun("prolog", env, args...)
-	want := "gpuprep-prolog: health: GPU 3 (0000:5d:00.0): 2 volatile uncorrectable ECC errors\n"
+	want := "gpuprep-prolog: health: ECC_UNCORRECTABLE reset_gpu: GPU 3 (0000:5d:00.0): 2 volatile uncorrectable ECC errors\n"
 	if code != 1 || stderr != want {
 		t.Errorf("job on GPUs 2,3: exit %d, stderr %q, want %q", code, stderr, want)
 	}
@@ -91,7 +91,7 @@ func TestEpilogHealthLeftover(t *testing.T) {
 	}
 	hooktest.InjectFault(t, root, 3, gpumock.Faults{Processes: []int{4242}})
 	code, _, stderr := mainRun("epilog", env, args...)
-	want := "gpuprep-epilog: health: GPU 3 (0000:5d:00.0): process 4242 of job 7 still on the GPU after the job\n"
+	want := "gpuprep-epilog: health: PROCESS_LEFT investigate: GPU 3 (0000:5d:00.0): process 4242 of job 7 still on the GPU after the job\n"
 	if code != 1 || stderr != want {
 		t.Errorf("epilog: exit %d, stderr %q, want %q", code, stderr, want)
 	}

@@ -21,7 +21,7 @@ func TestDriverGoneDrains(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "proc/driver/nvidia")); err != nil {
 		t.Fatal(err)
 	}
-	const reason = "gpuprep-prolog: health: 8 NVIDIA GPUs on the PCI bus (0000:18:00.0, 0000:2a:00.0, 0000:3a:00.0, ...) but no GPU backend can list them (/proc/driver/nvidia missing: driver not loaded?)"
+	const reason = "gpuprep-prolog: health: GPU_MISSING reboot: 8 NVIDIA GPUs on the PCI bus (0000:18:00.0, 0000:2a:00.0, 0000:3a:00.0, ...) but no GPU backend can list them (/proc/driver/nvidia missing: driver not loaded?)"
 	base := []string{"--root", root, "--config", cfg, "--state-dir", spool}
 	gpuJob := map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_USER": "ann", "SLURM_JOB_GPUS": "0,1", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
 	cpuJob := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "ann", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
@@ -36,7 +36,7 @@ func TestDriverGoneDrains(t *testing.T) {
 		t.Errorf("--health, auto: exit %d\n%s%s", code, out, stderr)
 	}
 	code, out, stderr = mainRun("prolog", nil, "--root", root, "--config", cfg, "--check-config")
-	if code != 1 || !strings.Contains(out, "health: gpu_count node: fail (fatal): 8 NVIDIA GPUs on the PCI bus") {
+	if code != 1 || !strings.Contains(out, "health: gpu_count node: fail (fatal) GPU_MISSING reboot: 8 NVIDIA GPUs on the PCI bus") {
 		t.Errorf("--check-config, auto: exit %d\n%s%s", code, out, stderr)
 	}
 	explicit := append(base, "--gpu-backend", "none")

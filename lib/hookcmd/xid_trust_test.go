@@ -150,7 +150,7 @@ func TestGenuineXIDsDrain(t *testing.T) {
 		"4,4,130,-;"+xid79,
 	)
 	r := n.run("prolog")
-	want := "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 94 (pid=7194, name=python, Contained: CE User Channel)" +
+	want := "gpuprep-prolog: health: XID79 reboot: GPU 0 (0000:18:00.0): Xid 94 (pid=7194, name=python, Contained: CE User Channel)" +
 		"; Xid 48 (pid=7, name=): 13, x, An uncorrectable double bit error); Xid 79 (pid=4242, name=python, GPU has fallen off the bus.)\n"
 	if r.code != 1 || r.stderr != want {
 		t.Errorf("exit %d, stderr %q, want %q", r.code, r.stderr, want)
@@ -161,7 +161,7 @@ func TestGenuineXIDsDrain(t *testing.T) {
 	// New once; Xid 79 then stands against GPU 0 (94 and 48 do not while
 	// its row remapping reads clear).
 	r = n.run("prolog")
-	if want := "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79 not cleared (1 time; pid=4242, name=python, GPU has fallen off the bus.)\n"; r.code != 1 || r.stderr != want || len(r.Health.XIDs) != 0 {
+	if want := "gpuprep-prolog: health: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79 not cleared (1 time; pid=4242, name=python, GPU has fallen off the bus.)\n"; r.code != 1 || r.stderr != want || len(r.Health.XIDs) != 0 {
 		t.Errorf("after: exit %d %q %v, want %q", r.code, r.stderr, r.Health.XIDs, want)
 	}
 }
@@ -220,7 +220,7 @@ func TestLostKernelLogRecords(t *testing.T) {
 	}
 	n.appendKmsg("6,70,7000,-;d", "4,71,7100,-;NVRM: Xid (PCI:0000:5d:00): 48, pid=1, name=x, DBE")
 	r = n.run("prolog")
-	if r.code != 1 || !strings.HasPrefix(r.stderr, "gpuprep-prolog: health: GPU 3 (0000:5d:00.0): Xid 48 ") {
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "gpuprep-prolog: health: XID48 reset_gpu: GPU 3 (0000:5d:00.0): Xid 48 ") {
 		t.Errorf("Xid after a gap: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -17,6 +17,7 @@ const (
 	MetricKmsgLost      = "gpuprep_kmsg_lost_records_total"
 	MetricXIDClears     = "gpuprep_xid_clears_total"
 	MetricStateSaved    = "gpuprep_health_state_saved"
+	MetricFailureInfo   = "gpuprep_health_failure_info"
 )
 
 // Who clears a GPU's Xid history: XIDClearCount.Source.
@@ -71,7 +72,14 @@ type CheckState struct {
 	Status      int       `json:"status"`
 	Current     bool      `json:"current"`
 	LastFailure time.Time `json:"last_failure,omitzero"`
+	// Code and Action are the failure's (lib/health's codes: "XID79",
+	// "reboot") while Status is not StatusOK.
+	Code   string `json:"code,omitempty"`
+	Action string `json:"action,omitempty"`
 }
+
+// Failure is a check's code and action class where it failed.
+type Failure struct{ Code, Action string }
 
 // XIDCount is how many Xids of one code this writer read for one GPU.
 type XIDCount struct {
@@ -90,7 +98,7 @@ func XIDKey(code int, g GPULabels) string { return strconv.Itoa(code) + "@" + g.
 // SetCheck records a check's outcome on a scope at now: a status (several
 // results of one check and GPU, such as InfiniBand ports, keep the worst),
 // or skipped (the status series goes; the last failure stays).
-func (m *Metrics) SetCheck(check string, g GPULabels, status int, skipped bool, now time.Time, seen map[string]bool) {
+func (m *Metrics) SetCheck(check string, g GPULabels, status int, f Failure, skipped bool, now time.Time, seen map[string]bool) {
 	if m.Checks == nil {
 		m.Checks = map[string]CheckState{}
 	}
@@ -106,6 +114,10 @@ func (m *Metrics) SetCheck(check string, g GPULabels, status int, skipped bool, 
 	case !skipped:
 		if !seen[k] || status > c.Status {
 			c.Status = status
+			c.Code, c.Action = f.Code, f.Action
+			if status == StatusOK {
+				c.Code, c.Action = "", ""
+			}
 		}
 		c.Current = true
 		seen[k] = true
@@ -163,6 +175,13 @@ func formatHealth(b *bytes.Buffer, hook, hostname string, m Metrics) {
 	for _, k := range keys {
 		if c := m.Checks[k]; c.Current {
 			sample(b, MetricCheckStatus, float64(c.Status), gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check)...)
+		}
+	}
+	family(b, MetricFailureInfo, "gauge",
+		"1 for each check failing now (warn or fatal) in the writer's last run, with the failure's code and action class (gpuprep-health --explain CODE says what to do).")
+	for _, k := range keys {
+		if c := m.Checks[k]; c.Current && c.Status != StatusOK && c.Code != "" {
+			sample(b, MetricFailureInfo, 1, gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check, "code", c.Code, "action", c.Action)...)
 		}
 	}
 	family(b, MetricCheckLastFail, "gauge", "When the check last failed (warn or fatal) in this writer's runs, in seconds since the Unix epoch.")

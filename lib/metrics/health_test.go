@@ -3,6 +3,7 @@ package metrics
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,10 +15,10 @@ func TestHealthMetrics(t *testing.T) {
 	var m Metrics
 	g3 := GPULabels{GPU: "3", UUID: "GPU-3", BusID: "00000000:9A:00.0"}
 	seen := map[string]bool{}
-	m.SetCheck("ecc_volatile", g3, StatusFatal, false, t0, seen)
-	m.SetCheck("ib_ports", GPULabels{}, StatusOK, false, t0, seen)
-	m.SetCheck("ib_ports", GPULabels{}, StatusWarn, false, t0, seen) // a second port
-	m.SetCheck("swap", GPULabels{}, StatusOK, true, t0, seen)        // skipped, never seen: no series
+	m.SetCheck("ecc_volatile", g3, StatusFatal, Failure{"ECC_UNCORRECTABLE", "reset_gpu"}, false, t0, seen)
+	m.SetCheck("ib_ports", GPULabels{}, StatusOK, Failure{}, false, t0, seen)
+	m.SetCheck("ib_ports", GPULabels{}, StatusWarn, Failure{"IB_PORT_DOWN", "check_hardware"}, false, t0, seen) // a second port
+	m.SetCheck("swap", GPULabels{}, StatusOK, Failure{}, true, t0, seen)                                        // skipped, never seen: no series
 	m.AddXID(79, "fatal", g3)
 	m.AddXID(79, "fatal", g3)
 	m.AddXID(13, "warn", GPULabels{BusID: "00000000:18:00.0"}) // a GPU NVML no longer lists
@@ -34,17 +35,19 @@ func TestHealthMetrics(t *testing.T) {
 	}
 	t0s := float64(t0.Unix())
 	want := map[string]float64{
-		`gpuprep_health_check_status{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                         2,
-		`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                                                1,
-		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: t0s,
-		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                        t0s,
-		`gpuprep_xid_events_total{Hostname="gpu01",UUID="GPU-3",code="79",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",severity="fatal"}`:                      2,
-		`gpuprep_xid_events_total{Hostname="gpu01",code="13",hook="health",pci_bus_id="00000000:18:00.0",severity="warn"}`:                                            1,
-		`gpuprep_build_info{commit="",hook="health",version="dev"}`:                                                                                                   1,
-		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="admin"}`:                                  2,
-		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="driver"}`:                                 1,
-		`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="health"}`:                                                                                             49,
-		`gpuprep_health_state_saved{Hostname="gpu01",hook="health"}`:                                                                                                  0,
+		`gpuprep_health_check_status{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                                             2,
+		`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                                                                    1,
+		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                     t0s,
+		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                                            t0s,
+		`gpuprep_xid_events_total{Hostname="gpu01",UUID="GPU-3",code="79",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",severity="fatal"}`:                                          2,
+		`gpuprep_xid_events_total{Hostname="gpu01",code="13",hook="health",pci_bus_id="00000000:18:00.0",severity="warn"}`:                                                                1,
+		`gpuprep_build_info{commit="",hook="health",version="dev"}`:                                                                                                                       1,
+		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="admin"}`:                                                      2,
+		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="driver"}`:                                                     1,
+		`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="health"}`:                                                                                                                 49,
+		`gpuprep_health_state_saved{Hostname="gpu01",hook="health"}`:                                                                                                                      0,
+		`gpuprep_health_failure_info{Hostname="gpu01",UUID="GPU-3",action="reset_gpu",check="ecc_volatile",code="ECC_UNCORRECTABLE",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: 1,
+		`gpuprep_health_failure_info{Hostname="gpu01",action="check_hardware",check="ib_ports",code="IB_PORT_DOWN",hook="health"}`:                                                        1,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -58,8 +61,8 @@ func TestHealthMetrics(t *testing.T) {
 	// The next run: ECC passes, InfiniBand is skipped. The status follows;
 	// the last failures stay.
 	seen = map[string]bool{}
-	m.SetCheck("ecc_volatile", g3, StatusOK, false, t0.Add(time.Hour), seen)
-	m.SetCheck("ib_ports", GPULabels{}, StatusOK, true, t0.Add(time.Hour), seen)
+	m.SetCheck("ecc_volatile", g3, StatusOK, Failure{}, false, t0.Add(time.Hour), seen)
+	m.SetCheck("ib_ports", GPULabels{}, StatusOK, Failure{}, true, t0.Add(time.Hour), seen)
 	drained := 1
 	m.Drained = &drained
 	got, err = parseProm(string(Format(HookHealth, "gpu01", m, Build{Version: "dev"})))
@@ -78,6 +81,11 @@ func TestHealthMetrics(t *testing.T) {
 	}
 	if _, ok := got[`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`]; ok {
 		t.Error("a skipped check kept its status series")
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "gpuprep_health_failure_info{") {
+			t.Errorf("second run: %s stays after the check passed or was skipped", k)
+		}
 	}
 	// Only gpuprep-health's file has gpuprep_node_drained.
 	got, _ = parseProm(string(Format(HookProlog, "gpu01", m, Build{})))

@@ -25,8 +25,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 	m.AddFallback("benchmark")
 	seen := map[string]bool{}
 	g := GPULabels{GPU: "0", UUID: "GPU-1", BusID: "00000000:18:00.0"}
-	m.SetCheck("ecc_volatile", g, StatusFatal, false, t0, seen)
-	m.SetCheck("swap", GPULabels{}, StatusOK, false, t0, seen)
+	m.SetCheck("ecc_volatile", g, StatusFatal, Failure{"ECC_UNCORRECTABLE", "reset_gpu"}, false, t0, seen)
+	m.SetCheck("swap", GPULabels{}, StatusOK, Failure{}, false, t0, seen)
 	m.AddXID(79, "fatal", g)
 	drained, saved := 0, 1
 	m.Drained, m.StateSaved = &drained, &saved

@@ -84,7 +84,7 @@ func AddHealth(m *metrics.Metrics, rep *health.Report, now time.Time) {
 				continue // off: not a finding
 			}
 		}
-		m.SetCheck(r.Check, labels(r.BusID), status, r.Status == health.Skip, now, seen)
+		m.SetCheck(r.Check, labels(r.BusID), status, metrics.Failure{Code: r.Code, Action: string(r.Action)}, r.Status == health.Skip, now, seen)
 	}
 	for _, x := range rep.XIDs {
 		m.AddXID(x.Code, x.Severity, labels(x.BusID))

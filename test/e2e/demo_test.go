@@ -37,8 +37,9 @@ func TestDemoOnEverySimulatedNode(t *testing.T) {
 			for _, want := range []string{
 				"matches the hardware",
 				"forged Xid lines",
-				"gpuprep-prolog: health: GPU 0 (",
+				"gpuprep-prolog: health: XID79 reboot: GPU 0 (",
 				"Xid 79",
+				"action: reboot",
 				"would release job 4243",
 				"epilog done",
 				"gpuprep_drift_events_total",

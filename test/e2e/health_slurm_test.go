@@ -22,7 +22,7 @@ func TestHealthXIDStandsInSlurm(t *testing.T) {
 	n.withXID79()
 	base := n.snap()
 	c := startHookCluster(t, n, "")
-	const reason = "gpuprep-prolog: health: GPU 0 (0000:18:00.0): Xid 79"
+	const reason = "gpuprep-prolog: health: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79"
 	mustDrain(t, c, reason+" (pid=4242, name=python, GPU has fallen off the bus.)")
 	if d := n.snap().Diff(base, 5); len(d) != 0 {
 		t.Errorf("the failed health check changed the node: %v", d)

@@ -107,7 +107,7 @@ func TestHealthCheckProgramInSlurm(t *testing.T) {
 	base := n.snap()
 	h := startHealthProgNode(t, n)
 
-	const want = "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79"
+	const want = "gpuprep: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79"
 	h.waitState("drain", want)
 	if env, _ := os.ReadFile(h.env); !strings.Contains(string(env), "SLURMD_NODENAME="+h.c.Node+"\n") {
 		t.Errorf("slurmd's environment for HealthCheckProgram lacks SLURMD_NODENAME=%s:\n%s", h.c.Node, env)

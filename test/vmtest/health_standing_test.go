@@ -66,7 +66,7 @@ func TestStandingXidDrainsUntilCleared(t *testing.T) {
 	}
 
 	// slurmd's next run drains the node: the Xid stands, it is not new.
-	const want = "gpuprep: xid: GPU 0 (0000:18:00.0): Xid 79 not cleared"
+	const want = "gpuprep: XID79 reboot: GPU 0 (0000:18:00.0): Xid 79 not cleared"
 	hcWaitDrained(t, ctx, vm, want)
 
 	// An admin resumes it without clearing: the next run drains it again.
