@@ -282,14 +282,18 @@ func (c *Cluster) NodeInfo() (map[string]string, error) {
 // and slurmctld drains the node ("Prolog error") on that message unless it
 // is drained already. When the prolog drained the node itself first
 // (gpuprep's drain_reason), that message can arrive after the resume and
-// undo it (seen in CI: re-drained 8 ms after the resume). So Resume watches
-// the node for a second after it is idle and, if it drains again with
-// "Prolog error", resumes it once more, as an admin would.
+// undo it (seen in CI: re-drained 8 ms after the resume, and 38 ms after,
+// between two looks at the node, so that it never looked idle). So Resume
+// resumes again, as an admin would, when the node drains with "Prolog
+// error" while it waits for idle or in the second it watches the node
+// after.
 func (c *Cluster) Resume() {
 	c.t.Helper()
-	c.resume()
+	if c.resume() {
+		return
+	}
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if st, reason := c.NodeState(); strings.HasPrefix(st, "drain") && reason == "Prolog error" {
+		if st, reason := c.NodeState(); lateRedrain(st, reason) {
 			c.t.Logf("slurmharness: node %s drained again by the failed prolog's late registration; resuming again", c.Node)
 			c.resume()
 			return
@@ -297,13 +301,37 @@ func (c *Cluster) Resume() {
 	}
 }
 
-func (c *Cluster) resume() {
+// lateRedrain says the node was drained by a failed prolog's late
+// registration: slurmctld's own "Prolog error" reason.
+func lateRedrain(state, reason string) bool {
+	return strings.HasPrefix(state, "drain") && reason == "Prolog error"
+}
+
+// resume resumes the node and waits up to 10 s for it to be idle; a drain
+// by the late registration on the way is resumed once more (again says
+// so). Any other state at the end fails the test.
+func (c *Cluster) resume() (again bool) {
 	c.t.Helper()
-	if _, _, err := c.Run(context.Background(), "scontrol", "update", "nodename="+c.Node, "state=resume"); err != nil {
-		c.t.Fatalf("slurmharness: resume: %v", err)
+	resume := func() {
+		if _, _, err := c.Run(context.Background(), "scontrol", "update", "nodename="+c.Node, "state=resume"); err != nil {
+			c.t.Fatalf("slurmharness: resume: %v", err)
+		}
 	}
-	if st, reason, ok := c.WaitNodeState(10*time.Second, "idle"); !ok {
-		c.t.Fatalf("slurmharness: node %s after resume: %s (%s)\n%s", c.Node, st, reason, c.logTails(20))
+	resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, reason := c.NodeState()
+		switch {
+		case st == "idle":
+			return again
+		case lateRedrain(st, reason) && !again:
+			c.t.Logf("slurmharness: node %s drained again by the failed prolog's late registration before it looked idle; resuming again", c.Node)
+			resume()
+			again = true
+		case time.Now().After(deadline):
+			c.t.Fatalf("slurmharness: node %s after resume: %s (%s)\n%s", c.Node, st, reason, c.logTails(20))
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
 }
 
