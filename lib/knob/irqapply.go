@@ -90,8 +90,12 @@ func (k *irqAffinityKnob) Apply(v Value) error {
 	}
 	// The list as it stands now: without the undone IRQs, and with those
 	// the kernel refused marked; unchanged, it is not written again.
-	if after := irq.FormatPlacedFor(next, basis); len(next) == 0 || after != before {
-		if err := k.saveList(next, basis); err != nil {
+	if len(next) == 0 {
+		if err := k.savePlaced(nil); err != nil {
+			return err
+		}
+	} else if after := irq.FormatPlacedFor(next, basis); after != before {
+		if err := k.writeList(after); err != nil {
 			return err
 		}
 	}
@@ -393,11 +397,6 @@ func (k *irqAffinityKnob) loadPlaced() ([]irq.Placed, error) {
 // (mode 0644: irqbalance's sandboxed policy script reads it as another
 // user), or removes it when ps is empty.
 func (k *irqAffinityKnob) savePlaced(ps []irq.Placed) error {
-	return k.saveList(ps, nil)
-}
-
-// saveList is savePlaced keeping the basis of the placement, when given.
-func (k *irqAffinityKnob) saveList(ps []irq.Placed, basis *irq.Basis) error {
 	if len(ps) == 0 {
 		err := rundir.Use(k.runDir, k.root, true, func(rd *rundir.Dir) error { return rd.Remove(irq.PlacedName) })
 		if err != nil {
@@ -405,7 +404,7 @@ func (k *irqAffinityKnob) saveList(ps []irq.Placed, basis *irq.Basis) error {
 		}
 		return nil
 	}
-	return k.writeList(irq.FormatPlacedFor(ps, basis))
+	return k.writeList(irq.FormatPlaced(ps))
 }
 
 // writeList replaces PlacedPath with text, as savePlaced does.
