@@ -12,13 +12,17 @@ const PlacedPath = "/run/gpuprep/" + PlacedName
 const PlacedName = "irq-placed"
 
 // PolicyScriptPath is where the packages install the policy script
-// (PolicyScript(PlacedPath, false)); irqbalance must be started with
+// (PolicyScript(PlacedPath, ProcIRQDir, false)); irqbalance must be started with
 // --policyscript=PolicyScriptPath for gpuprep to place IRQs beside it.
 const PolicyScriptPath = "/usr/lib/gpuprep/irqbalance-policy"
 
+// ProcIRQDir is the kernel's folder of IRQs the policy script writes in.
+const ProcIRQDir = "/proc/irq"
+
 // PolicyScript is the text of a /bin/sh script for irqbalance's
 // --policyscript (-l) that bans every IRQ listed in the file list
-// (PlacedPath on a node).
+// (PlacedPath on a node) and, as it bans one, puts it back on the CPUs
+// gpuprep set (<irqDir>/<irq>/smp_affinity_list; ProcIRQDir on a node).
 //
 // What irqbalance does with it (irqbalance(1), "--policyscript", and
 // classify.c, get_irq_user_policy and run_script_for_policy, in 1.9.2 as
@@ -47,8 +51,21 @@ const PolicyScriptPath = "/usr/lib/gpuprep/irqbalance-policy"
 //     rescan (ignored until one balancing pass has run since the start
 //     or the last rescan), which runs at the next pass (every 10 s by
 //     default, --interval). So after changing the list, send irqbalance
-//     SIGHUP; until that rescan it may still move an IRQ gpuprep placed,
-//     and an IRQ taken off the list is balanced again only after it.
+//     SIGHUP; an IRQ taken off the list is balanced again only after
+//     that rescan.
+//   - Until that rescan it may still move an IRQ gpuprep placed: a pass
+//     under way when the prolog wrote (scan, activate_mappings), or the
+//     end of a rescan the previous job's epilog asked for (a rescan
+//     sleeps one interval, then places every IRQ it does not ban). It
+//     would then leave the IRQ banned where it put it, for the whole
+//     job. So the script, asked about a listed IRQ, writes the CPUs
+//     gpuprep set (the list's third field) to its smp_affinity_list when
+//     it holds others, then answers ban=true: from the rescan on, the
+//     IRQ is gpuprep's and where gpuprep put it. irqbalance runs the
+//     script as the user it writes /proc/irq as, so the write is allowed
+//     where irqbalance's own are (the upstream unit's ReadWritePaths).
+//     An IRQ the kernel refused, or a list field that is not a CPU list,
+//     is not written; a write the kernel refuses is silent.
 //   - It checks only that the script exists when it runs it (stat); a
 //     missing script or list bans nothing. The path is passed to the
 //     shell unquoted: it must hold no spaces or shell characters.
@@ -57,7 +74,7 @@ const PolicyScriptPath = "/usr/lib/gpuprep/irqbalance-policy"
 // never the script. It needs only sh's builtins; under the upstream unit's
 // sandbox (PrivateUsers=true, ReadOnlyPaths=/) the script must be
 // executable by others and the list readable by others.
-func PolicyScript(list string, inDir bool) string {
+func PolicyScript(list, irqDir string, inDir bool) string {
 	noPolicy := "0"
 	if inDir {
 		noPolicy = "1"
@@ -66,15 +83,21 @@ func PolicyScript(list string, inDir bool) string {
 # irqbalance --policyscript written by gpuprep. irqbalance runs it once for
 # each IRQ as "<script> <sysfs device path> <irq>" and reads key=value
 # lines from its output: ban=true leaves that IRQ's affinity alone.
-# gpuprep lists the IRQs it placed, one a line, its number first, in:
+# gpuprep lists the IRQs it placed, one a line: the IRQ, its CPUs before,
+# the CPUs gpuprep set, and "refused" where the kernel refused the move.
 list=` + shellQuote(list) + `
-[ -n "$2" ] || exit ` + noPolicy + `
+irqs=` + shellQuote(irqDir) + `
+case $2 in ''|*[!0-9]*) exit ` + noPolicy + ` ;; esac
 if [ -r "$list" ]; then
-	while read -r irq rest || [ -n "$irq" ]; do
-		if [ "$irq" = "$2" ]; then
-			echo ban=true
-			exit 0
+	while read -r irq from to refused || [ -n "$irq" ]; do
+		[ "$irq" = "$2" ] || continue
+		# irqbalance may have moved it before this rescan: put it back.
+		case $to in ''|*[!0-9,-]*) refused=bad ;; esac
+		if [ -z "$refused" ] && read -r now 2>/dev/null <"$irqs/$2/smp_affinity_list" && [ "$now" != "$to" ]; then
+			echo "$to" 2>/dev/null >"$irqs/$2/smp_affinity_list"
 		fi
+		echo ban=true
+		exit 0
 	done <"$list"
 fi
 exit ` + noPolicy + `

@@ -2,6 +2,7 @@ package irq
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +14,12 @@ import (
 
 // runPolicy runs a policy script the way irqbalance does (popen of
 // "exec <script> <path> <irq>", so /bin/sh -c) and returns its output and
-// exit code.
+// exit code. Anything on its stderr (irqbalance's journal) fails the test.
 func runPolicy(t *testing.T, script, devPath, irq string) (string, int) {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", "exec "+script+" "+devPath+" "+irq)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	code := 0
 	var ee *exec.ExitError
@@ -25,7 +28,34 @@ func runPolicy(t *testing.T, script, devPath, irq string) (string, int) {
 	} else if err != nil {
 		t.Fatalf("running %s: %v", script, err)
 	}
+	if stderr.Len() > 0 {
+		t.Errorf("%s %s %s wrote to stderr: %q", script, devPath, irq, stderr.String())
+	}
 	return string(out), code
+}
+
+// fakeIRQs makes irqDir/<irq>/smp_affinity_list for each IRQ given, with
+// the CPU list given, as the kernel shows it (a newline after).
+func fakeIRQs(t *testing.T, irqDir string, lists map[string]string) {
+	t.Helper()
+	for n, l := range lists {
+		if err := os.MkdirAll(filepath.Join(irqDir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(irqDir, n, "smp_affinity_list"), []byte(l+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// affinityOf reads irqDir/<irq>/smp_affinity_list without its newline.
+func affinityOf(t *testing.T, irqDir, n string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(irqDir, n, "smp_affinity_list"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }
 
 // TestPolicyScript runs the generated script under /bin/sh for listed and
@@ -43,7 +73,7 @@ func TestPolicyScript(t *testing.T) {
 		if inDir {
 			script += "-dir"
 		}
-		if err := os.WriteFile(script, []byte(PolicyScript(list, inDir)), 0o755); err != nil {
+		if err := os.WriteFile(script, []byte(PolicyScript(list, filepath.Join(dir, "no-irqs"), inDir)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		none := 0
@@ -95,8 +125,65 @@ func TestPolicyScript(t *testing.T) {
 	if out, code := runPolicy(t, script, "/sys", "5"); out != "" || code != 0 {
 		t.Errorf("no list: %q, %d", out, code)
 	}
-	if s := PolicyScript(PlacedPath, false); !strings.Contains(s, "list='/run/gpuprep/irq-placed'\n") || !strings.HasPrefix(s, "#!/bin/sh\n") {
+	if s := PolicyScript(PlacedPath, ProcIRQDir, false); !strings.Contains(s, "list='/run/gpuprep/irq-placed'\nirqs='/proc/irq'\n") || !strings.HasPrefix(s, "#!/bin/sh\n") {
 		t.Errorf("script:\n%s", s)
+	}
+}
+
+// TestPolicyScriptPutsBack: a listed IRQ that holds other CPUs than
+// gpuprep set (irqbalance moved it in a pass before its rescan) is put
+// back as the script bans it; one already there, one the kernel refused,
+// one whose listed CPUs are not a CPU list, and one with no folder are
+// banned and left as they are, silently.
+func TestPolicyScriptPutsBack(t *testing.T) {
+	dir := t.TempDir()
+	irqs := filepath.Join(dir, "irq")
+	list := filepath.Join(dir, "irq-placed")
+	text := FormatPlacedFor([]Placed{
+		{IRQ: 61, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0,2")},
+		{IRQ: 62, From: cpuset.MustParse("0-3"), To: cpuset.MustParse("0-1,4-5")},
+		{IRQ: 63, From: cpuset.MustParse("3"), To: cpuset.MustParse("0"), Refused: true},
+		{IRQ: 64, From: cpuset.MustParse("3"), To: cpuset.MustParse("0")},
+	}, &Basis{Online: cpuset.MustParse("0-7"), Housekeeping: cpuset.MustParse("0,2")})
+	text += "65 3 0;touch${IFS}" + filepath.Join(dir, "pwned") + "\n"
+	if err := os.WriteFile(list, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fakeIRQs(t, irqs, map[string]string{"61": "0-1", "62": "0-1,4-5", "63": "3", "65": "3", "70": "1"})
+	for _, inDir := range []bool{false, true} {
+		script := filepath.Join(dir, fmt.Sprintf("policy-%v", inDir))
+		if err := os.WriteFile(script, []byte(PolicyScript(list, irqs, inDir)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ irq, want string }{
+			{"61", "0,2"},     // moved by irqbalance: put back
+			{"62", "0-1,4-5"}, // where gpuprep put it
+			{"63", "3"},       // the kernel refused: left
+			{"65", "3"},       // not a CPU list: never written
+		} {
+			if out, code := runPolicy(t, script, "/sys", tc.irq); out != "ban=true\n" || code != 0 {
+				t.Errorf("inDir=%v IRQ %s: %q, exit %d; want ban=true, exit 0", inDir, tc.irq, out, code)
+			}
+			if got := affinityOf(t, irqs, tc.irq); got != tc.want {
+				t.Errorf("inDir=%v IRQ %s: smp_affinity_list %q after the script, want %q", inDir, tc.irq, got, tc.want)
+			}
+		}
+		// Listed, but gone from the kernel: banned, nothing written.
+		if out, code := runPolicy(t, script, "/sys", "64"); out != "ban=true\n" || code != 0 {
+			t.Errorf("inDir=%v IRQ 64 (no folder): %q, exit %d", inDir, out, code)
+		}
+		if _, err := os.Stat(filepath.Join(irqs, "64")); !os.IsNotExist(err) {
+			t.Errorf("inDir=%v: the script made %s/64: %v", inDir, irqs, err)
+		}
+		// Not listed: not touched.
+		runPolicy(t, script, "/sys", "70")
+		if got := affinityOf(t, irqs, "70"); got != "1" {
+			t.Errorf("inDir=%v: unlisted IRQ 70 holds %q, want 1", inDir, got)
+		}
+		fakeIRQs(t, irqs, map[string]string{"61": "0-1"})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); !os.IsNotExist(err) {
+		t.Errorf("a list field ran as a command: %v", err)
 	}
 }
 
@@ -125,7 +212,7 @@ func TestPlacedRoundTrip(t *testing.T) {
 }
 
 // TestPackagedPolicyScript: the script the packages install at
-// PolicyScriptPath is PolicyScript(PlacedPath, false), byte for byte, and
+// PolicyScriptPath is PolicyScript(PlacedPath, ProcIRQDir, false), byte for byte, and
 // executable. Regenerate it with the text this test prints.
 func TestPackagedPolicyScript(t *testing.T) {
 	const packaged = "../../packaging/irqbalance-policy"
@@ -133,8 +220,8 @@ func TestPackagedPolicyScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := PolicyScript(PlacedPath, false); string(b) != want {
-		t.Errorf("%s differs from PolicyScript(PlacedPath, false); it should read:\n%s", packaged, want)
+	if want := PolicyScript(PlacedPath, ProcIRQDir, false); string(b) != want {
+		t.Errorf("%s differs from PolicyScript(PlacedPath, ProcIRQDir, false); it should read:\n%s", packaged, want)
 	}
 	if fi, err := os.Stat(packaged); err != nil || fi.Mode().Perm()&0o111 != 0o111 {
 		t.Errorf("%s: not executable by all (irqbalance's sandboxed unit runs it as another user): %v", packaged, err)

@@ -249,7 +249,7 @@ func addIrqbalance(t *testing.T, r host.Root, args ...string) {
 			t.Fatal(err)
 		}
 	}
-	set(t, r, irq.PolicyScriptPath, irq.PolicyScript(irq.PlacedPath, false))
+	set(t, r, irq.PolicyScriptPath, irq.PolicyScript(irq.PlacedPath, irq.ProcIRQDir, false))
 	set(t, r, "/etc/irqbalance-other", "#!/bin/sh\necho ban=false\n")
 	set(t, r, "/proc/900/cmdline", strings.Join(append([]string{"/usr/sbin/irqbalance"}, args...), "\x00")+"\x00")
 }

@@ -266,7 +266,7 @@ func (k *irqAffinityKnob) bansPlaced(b irq.Irqbalance) bool {
 	}
 	is := func(p string, inDir bool) bool {
 		s, err := k.root.ReadString(p)
-		return err == nil && s == strings.TrimSpace(irq.PolicyScript(irq.PlacedPath, inDir))
+		return err == nil && s == strings.TrimSpace(irq.PolicyScript(irq.PlacedPath, irq.ProcIRQDir, inDir))
 	}
 	if is(b.PolicyScript, false) {
 		return true

@@ -119,13 +119,21 @@ func readPlaced(t *testing.T, ctx context.Context) []irq.Placed {
 	return ps
 }
 
-// mustPlace checks what the prolog wrote while the job runs: a list that
-// moves at least one IRQ (the VM's legacy IRQs may run on every CPU at
-// boot), every IRQ to the housekeeping CPUs (no GPU, no HCA here), or,
-// one already within them, kept where it was (listed, so that irqbalance
-// bans it), each placed IRQ's smp_affinity_list its "to", and no IRQ the
-// kernel lets move left on a job CPU. It returns the list.
+// mustPlace checks what the prolog wrote while the job runs (mustList),
+// each placed IRQ's smp_affinity_list its "to", and no IRQ the kernel lets
+// move left on a job CPU (checkPlacement). It returns the list.
 func mustPlace(t *testing.T, ctx context.Context, when string, irqbalance bool) []irq.Placed {
+	t.Helper()
+	placed := mustList(t, ctx, when)
+	checkPlacement(t, ctx, placed, when, irqbalance)
+	return placed
+}
+
+// mustList checks the list the prolog wrote: it moves at least one IRQ
+// (the VM's legacy IRQs may run on every CPU at boot), every IRQ to the
+// housekeeping CPUs (no GPU, no HCA here), or, one already within them,
+// kept where it was (listed, so that irqbalance bans it). It returns it.
+func mustList(t *testing.T, ctx context.Context, when string) []irq.Placed {
 	t.Helper()
 	placed := readPlaced(t, ctx)
 	var moved, refused []int
@@ -144,7 +152,6 @@ func mustPlace(t *testing.T, ctx context.Context, when string, irqbalance bool) 
 	if len(moved) == 0 {
 		t.Fatalf("%s: %s lists no IRQ moved: the scenario did not happen", when, irq.PlacedPath)
 	}
-	checkPlacement(t, ctx, placed, when, irqbalance)
 	return placed
 }
 
@@ -313,6 +320,33 @@ func irqsIn(re *regexp.Regexp, text string) map[int]bool {
 	return out
 }
 
+// waitBans waits, up to 90 s, for irqbalance's journal after cursor to
+// show the policy script banning every IRQ in want.
+func waitBans(t *testing.T, ctx context.Context, cursor string, want map[int]bool, when string) {
+	t.Helper()
+	waitJournal(t, ctx, cursor, irqbalanceUnit, 90*time.Second, fmt.Sprintf("%s banning IRQs %v", when, irqList(want)), func(j string) bool {
+		got := irqsIn(bannedLine, j)
+		for n := range want {
+			if !got[n] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// placedBalanced is the lowest placed IRQ in want the kernel let move.
+func placedBalanced(t *testing.T, placed []irq.Placed, want map[int]bool) irq.Placed {
+	t.Helper()
+	for _, p := range placed {
+		if want[p.IRQ] && !p.Refused {
+			return p
+		}
+	}
+	t.Fatalf("no IRQ in %v was moved by gpuprep: the scenario did not happen", irqList(want))
+	return irq.Placed{}
+}
+
 // afterLast is text after the last match of re ("" when none).
 func afterLast(re *regexp.Regexp, text string) (string, bool) {
 	locs := re.FindAllStringIndex(text, -1)
@@ -422,10 +456,12 @@ func TestIRQAffinity(t *testing.T) {
 
 		beforeJob := journalCursor(t, ctx)
 		id := StartSleepJob(t, ctx, "alice", 600, "-c1")
-		placed := mustPlace(t, ctx, "job running, irqbalance with the policy script", true)
+		placed := mustList(t, ctx, "job running, irqbalance with the policy script")
 		// irqbalance rescans at its next pass after the prolog's SIGHUP
 		// and asks the policy script about every IRQ: it bans those
-		// listed that it balanced.
+		// listed that it balanced. Until then a pass of irqbalance's may
+		// still move them (one under way as the prolog wrote, CI saw it);
+		// the script puts each back as it bans it.
 		want := map[int]bool{}
 		for _, p := range placed {
 			if balanced[p.IRQ] {
@@ -435,15 +471,21 @@ func TestIRQAffinity(t *testing.T) {
 		if len(want) == 0 {
 			t.Fatalf("no IRQ gpuprep placed is one irqbalance balanced (%v): the scenario did not happen", irqList(balanced))
 		}
-		waitJournal(t, ctx, beforeJob, irqbalanceUnit, 90*time.Second, fmt.Sprintf("a rescan banning IRQs %v", irqList(want)), func(j string) bool {
-			got := irqsIn(bannedLine, j)
-			for n := range want {
-				if !got[n] {
-					return false
-				}
-			}
-			return true
-		})
+		waitBans(t, ctx, beforeJob, want, "a rescan after the prolog")
+		checkPlacement(t, ctx, placed, "job running, after irqbalance's rescan", true)
+
+		// What irqbalance does in a pass before its rescan, done here:
+		// a placed IRQ moved onto the job's CPUs. The next rescan
+		// (SIGHUP) bans it again and the script puts it back on
+		// gpuprep's CPUs.
+		moved := placedBalanced(t, placed, want)
+		MustRun(t, ctx, fmt.Sprintf("echo %s >/proc/irq/%d/smp_affinity_list", irqJobCPUs, moved.IRQ))
+		beforeHUP := journalCursor(t, ctx)
+		MustRun(t, ctx, "systemctl kill -s HUP "+irqbalanceUnit)
+		waitBans(t, ctx, beforeHUP, map[int]bool{moved.IRQ: true}, "a rescan after irqbalance moved IRQ "+strconv.Itoa(moved.IRQ))
+		if got := readIRQs(t, ctx)[moved.IRQ].affinity; !got.Equal(moved.To) {
+			t.Errorf("IRQ %d moved to %s before irqbalance's rescan: holds %s after it, want gpuprep's %s", moved.IRQ, irqJobCPUs, got, moved.To)
+		}
 
 		// 30 s: three of irqbalance's passes.
 		window := journalCursor(t, ctx)
