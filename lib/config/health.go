@@ -45,6 +45,11 @@ type HealthSection struct {
 	XIDFatal []int  `toml:"xid_fatal"`
 	XIDWarn  []int  `toml:"xid_warn"`
 	XIDOther string `toml:"xid_other"`
+	// AppXIDJobs is how many distinct jobs with application Xids (13, 31,
+	// 69: the job's own faults) on one GPU in a boot make it the GPU's
+	// finding (XID_APP_JOBS), at AppXIDJobsSeverity; 0 never.
+	AppXIDJobs         int    `toml:"app_xid_jobs"`
+	AppXIDJobsSeverity string `toml:"app_xid_jobs_severity"`
 	// ExternalCommand runs after the job in the epilog (argv, no shell):
 	// ["dcgmi", "diag", "-r", "1"]; [] none. Non-zero exit or a timeout is
 	// the "external" check failing.
@@ -76,6 +81,7 @@ const (
 	maxDebounce        = 100
 	maxExternalTimeout = 10 * time.Minute
 	maxBootGrace       = time.Hour
+	maxAppXIDJobs      = 32 // the jobs lib/health keeps per GPU
 	maxXID             = 1000
 )
 
@@ -116,6 +122,12 @@ func checkHealth(h *HealthSection, deadline time.Duration, ps *problems) {
 		}
 	}
 	checkOneOf(k("xid_other"), h.XIDOther, sevs, ps)
+	checkOneOf(k("app_xid_jobs_severity"), h.AppXIDJobsSeverity, []string{HealthFatal, HealthWarn}, ps)
+	if h.AppXIDJobs < 0 || h.AppXIDJobs > maxAppXIDJobs {
+		ps.add(k("app_xid_jobs"), "%s = %d: must be 0 (never) or 2..%d distinct jobs", formatKey(k("app_xid_jobs")), h.AppXIDJobs, maxAppXIDJobs)
+	} else if h.AppXIDJobs == 1 {
+		ps.add(k("app_xid_jobs"), "%s = 1: one job's faults are the job's; must be 0 (never) or 2..%d", formatKey(k("app_xid_jobs")), maxAppXIDJobs)
+	}
 	checkOneOf(k("swap"), h.Swap, []string{"off", "any"}, ps)
 	checkPath(k("model_file"), h.ModelFile, true, ps)
 	checkPath(k("nccl_topo_file"), h.NCCLTopoFile, true, ps)

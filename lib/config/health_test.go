@@ -28,6 +28,9 @@ func TestHealthValidation(t *testing.T) {
 		{"[health]\nexternal_command = [\"dcgmi\", \"diag\"]\n", `must be an absolute path`},
 		{"[health]\nxid_warn = [79]\n", `XID 79 is also in health.xid_fatal`},
 		{"[health]\nnvlinks = -2\n", `health.nvlinks = -2`},
+		{"[health]\napp_xid_jobs = 1\n", `t.toml:2: health.app_xid_jobs = 1: one job's faults are the job's`},
+		{"[health]\napp_xid_jobs = 33\n", `t.toml:2: health.app_xid_jobs = 33: must be 0 (never) or 2..32`},
+		{"[health]\napp_xid_jobs_severity = \"off\"\n", `t.toml:2: health.app_xid_jobs_severity = "off": must be one of fatal, warn`},
 		{"[health]\nexternal_timeout = 5\n", `t.toml:2: health.external_timeout = 5: must be a duration`},
 		{"[health]\nexternal_command = [\"/usr/bin/dcgmi\"]\nexternal_timeout = \"30s\"\n", `health.external_timeout = "30s": must be below general.deadline (30s)`},
 	} {
@@ -36,7 +39,7 @@ func TestHealthValidation(t *testing.T) {
 			t.Errorf("%q: got %v, want %q", tc.src, err, tc.want)
 		}
 	}
-	if _, err := Parse("t.toml", []byte("[health]\nswap = \"off\"\nexternal_command = [\"/usr/bin/dcgmi\", \"diag\", \"-r\", \"1\"]\n[health.severity]\npcie_link = \"fatal\"\n")); err != nil {
+	if _, err := Parse("t.toml", []byte("[health]\napp_xid_jobs = 0\nswap = \"off\"\nexternal_command = [\"/usr/bin/dcgmi\", \"diag\", \"-r\", \"1\"]\n[health.severity]\npcie_link = \"fatal\"\n")); err != nil {
 		t.Errorf("good file: %v", err)
 	}
 }

@@ -113,6 +113,7 @@ var checkCodes = []Code{
 	{"XID_UNKNOWN", "xid", ClassInvestigate,
 		"kernel log records were lost before gpuprep read them: Xids in them are unknown",
 		"read the node's kernel log for NVRM lines; find what floods the log"},
+	appJobsCode,
 	{"PROCESS_LEFT", "leftover_processes", ClassInvestigate,
 		"a job's process still holds its GPU after the job",
 		"find the process (nvidia-smi), kill it; a process that cannot die needs a GPU reset or a reboot"},

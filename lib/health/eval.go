@@ -27,6 +27,7 @@ type Expect struct {
 type Events struct {
 	New      []XID
 	History  map[string]GPUHistory
+	AppJobs  map[string][]AppXIDJob // by bus id: only where Standing
 	Standing bool
 }
 
@@ -346,6 +347,11 @@ func (j *xidJudge) gpuXID(bus string) (Result, bool) {
 			code.add(xidCode(s.Code), config.HealthFatal)
 		}
 	}
+	if p, s := j.appJobs(bus); p != "" {
+		sev = worse(sev, s)
+		parts = append(parts, p)
+		code.add(appJobsCode, s)
+	}
 	if g, ok := j.gpus[bus]; ok {
 		if p, s, rc := recoveryPart(g, j.e); p != "" {
 			sev = worse(sev, s)
@@ -363,6 +369,16 @@ func (j *xidJudge) gpuXID(bus string) (Result, bool) {
 	r := fail(c, scope, strings.Join(parts, "; ")).withCode(code.best)
 	r.BusID, r.Severity = bus, sev
 	return r, true
+}
+
+// appJobs is appJobsPart of bus's application faults, where the judged
+// run lets findings of earlier runs stand (the prolog's, gpuprep-health's)
+// and bus is in scope.
+func (j *xidJudge) appJobs(bus string) (string, string) {
+	if _, inScope := j.gpus[bus]; !j.ev.Standing || !inScope && !j.f.Whole {
+		return "", config.HealthOff
+	}
+	return appJobsPart(j.e.Health, j.ev.AppJobs[bus])
 }
 
 // codePick keeps the code of a GPU's xid result: of the findings with the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"gpuprep/lib/config"
@@ -35,6 +36,11 @@ type Options struct {
 	// ReadOnly reads it and writes nothing (--health, --dry-run).
 	Spool    *state.Spool
 	ReadOnly bool
+	// Holders gives the jobs holding each GPU (job ids by GPU UUID) as
+	// the run reads the kernel log, asked only when there are new Xids:
+	// they are attributed to them (XID.Jobs). The epilog's include its
+	// own job. nil: no attribution.
+	Holders func() map[string][]string
 	// JobID is the finished job, for the epilog's leftover processes, and
 	// JobSLUID its SLURM_JOB_SLUID ("" before Slurm 26.05, which names
 	// the job's cgroup after it).
@@ -73,6 +79,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			seen = 0
 		}
 		xids, f.KmsgLost = st.Advance(f.BootID, f.Kmsg)
+		if len(xids) > 0 && o.Holders != nil {
+			st.attribute(xids, f.Devices, o.Holders())
+		}
+		logAppFaults(o, xids)
 	}
 	cleared := st.Observe(recoveryRead(f), seen, f.KmsgRead && len(f.KmsgLost) == 0, time.Now())
 	for _, c := range cleared {
@@ -80,7 +90,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			logf(o.Log).Warn("Xid history cleared: the driver's recovery action is back to none", "gpu", c.BusID, "xids", c.Codes, "why", c.Reason)
 		}
 	}
-	res := Evaluate(f, Expect{Health: o.Health, Models: o.Models}, checks, Events{New: xids, History: st.History, Standing: o.Op != "epilog"})
+	res := Evaluate(f, Expect{Health: o.Health, Models: o.Models}, checks, Events{New: xids, History: st.History, AppJobs: st.AppJobs, Standing: o.Op != "epilog"})
 	if o.Op == "epilog" {
 		res = append(res, leftovers(ctx, o, f)...)
 		res = append(res, external(ctx, o)...)
@@ -96,6 +106,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, nil
 	}
 	return rep, st.Save(o.Spool)
+}
+
+// logAppFaults logs each new application Xid with the jobs it is
+// attributed to (a dry run's too: it reads them as well).
+func logAppFaults(o Options, xids []XID) {
+	for _, x := range xids {
+		if IsAppFault(x.Code) {
+			logf(o.Log).Info("application Xid", "gpu", x.BusID, "xid", x.Code, "jobs", strings.Join(x.Jobs, ","))
+		}
+	}
 }
 
 // need is what a run of checks reads: a check off in [health.severity]

@@ -42,7 +42,10 @@ type State struct {
 	History  map[string]GPUHistory         `json:"xid_history,omitempty"`
 	Recovery map[string]gpu.RecoveryAction `json:"recovery_action,omitempty"`
 	Streaks  map[string]int                `json:"streaks,omitempty"`
-	Clears   []Clear                       `json:"clears,omitempty"`
+	// AppJobs are, by bus id, the jobs that had application faults on
+	// the GPU this boot (appxid.go), oldest first; cleared with the GPU.
+	AppJobs map[string][]AppXIDJob `json:"app_xid_jobs,omitempty"`
+	Clears  []Clear                `json:"clears,omitempty"`
 }
 
 // Clear is one clear of a GPU's Xid history: when, by whom ("driver" for
@@ -183,6 +186,7 @@ func (st *State) ClearAdmin(buses []string, by, reason string, now time.Time) []
 // clearBus removes the records of bus last seen below seq, and records
 // the clear; ok false when there were none.
 func (st *State) clearBus(bus string, seq uint64, by, reason string, now time.Time) (Clear, bool) {
+	st.clearAppJobs(bus, seq)
 	kept, gone := st.History[bus].split(seq)
 	if len(gone) == 0 {
 		return Clear{}, false

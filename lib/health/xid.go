@@ -24,6 +24,9 @@ type XID struct {
 	To *gpu.RecoveryAction `json:"to_action,omitempty"`
 	// Severity is the code's, from [health] xid_fatal, xid_warn, xid_other.
 	Severity string `json:"severity"`
+	// Jobs are the jobs that held the GPU when the run read the Xid
+	// (Options.Holders; appxid.go): none when no job did.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // Only the driver's own lines count: a record of the kernel facility (no

@@ -21,17 +21,21 @@ func Epilog(ctx context.Context, opts *Options) (*Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	// The jobs holding each GPU until now, this one included: its end
+	// reads the Xids it made.
+	holders := holdersOf(s.jobs)
+	held := func() map[string][]string { return holders }
 	rec := s.jobs[out.Job]
 	if rec == nil {
 		out.warn(plan.KindNode, "no prolog record for this job: nothing to check or restore")
-		return out, checkHealth(ctx, o, out, "epilog", nil, len(o.Job.GPUs) == 0)
+		return out, checkHealth(ctx, o, out, "epilog", nil, len(o.Job.GPUs) == 0, held)
 	}
 	out.Profile = rec.Profile
 	if err := releaseJob(ctx, o, s, rec, out, false); err != nil {
 		return out, err
 	}
 	// After the restore: a failing check never keeps the job's settings.
-	return out, checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true)
+	return out, checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true, held)
 }
 
 // gpusByUUID picks the job's GPUs by UUID (indexes may differ after a reboot).

@@ -18,6 +18,21 @@ import (
 // keeps a job's settings in place; it judges only new Xids. Both read the
 // kernel log every run, so an Xid is read soon after the driver logs it.
 
+// runningHolders gives the jobs holding each GPU now, from the job
+// records (the prolog's checks run before it reads the spool under the
+// node lock: its own job has none yet); a record that cannot be read
+// leaves the Xids unattributed, with a warning.
+func runningHolders(o *run) func() map[string][]string {
+	return func() map[string][]string {
+		h, err := GPUHolders(o.Spool)
+		if err != nil {
+			o.Log.Warn("new Xids not attributed to jobs", "err", err)
+			return nil
+		}
+		return h
+	}
+}
+
 // healthError is a fatal health failure: a node error (exit 1, Slurm
 // drains the node) that the user-profile fallback leaves alone.
 type healthError struct{ node *NodeError }
@@ -33,9 +48,10 @@ func isHealthError(err error) bool {
 
 // checkHealth runs op's health checks ("prolog" or "epilog") on the job's
 // GPUs (every GPU when the job has GPUs but which ones is unknown; none for
-// a job without GPUs) and records the report in out. A dry run reads the
-// state and writes nothing.
-func checkHealth(ctx context.Context, o *run, out *Outcome, op string, gpus []gpu.Device, known bool) error {
+// a job without GPUs) and records the report in out; new Xids are
+// attributed to the jobs holders gives. A dry run reads the state and
+// writes nothing.
+func checkHealth(ctx context.Context, o *run, out *Outcome, op string, gpus []gpu.Device, known bool, holders func() map[string][]string) error {
 	h := o.Config.Health
 	if op == "prolog" && !h.Prolog || op == "epilog" && !h.Epilog {
 		return nil
@@ -52,7 +68,7 @@ func checkHealth(ctx context.Context, o *run, out *Outcome, op string, gpus []gp
 		scope = []gpu.Device{}
 	}
 	rep, err := health.Run(ctx, health.Options{Op: op, Root: o.Root, GPU: o.GPU, Health: h, Models: models, GPUs: scope,
-		Spool: o.Spool, ReadOnly: o.DryRun, JobID: jobKey(o.Job), JobSLUID: o.Job.SLUID, Log: o.Log})
+		Spool: o.Spool, ReadOnly: o.DryRun, JobID: jobKey(o.Job), JobSLUID: o.Job.SLUID, Holders: holders, Log: o.Log})
 	out.Health = rep // also when the state was not saved: the report is whole
 	if err != nil {
 		// A state the hook cannot save fails it (the node drains with the
@@ -61,7 +77,7 @@ func checkHealth(ctx context.Context, o *run, out *Outcome, op string, gpus []gp
 		return nodeErrorf("health: %v", err)
 	}
 	for _, w := range rep.Warnings() {
-		out.warn(plan.KindNode, "%s", health.ReasonPrefix+w.Reason)
+		out.warn(plan.KindNode, "%s", health.ReasonPrefix+w.CodedReason())
 	}
 	if reason := rep.Reason(); reason != "" {
 		return &healthError{node: &NodeError{Reason: reason}}

@@ -181,3 +181,25 @@ func JobsHeld(sp *state.Spool) ([]string, error) {
 	}
 	return jobs, nil
 }
+
+// holdersOf is the jobs of jobs by the UUID of each GPU they hold (what
+// lib/health attributes a GPU's Xids to), each GPU's jobs sorted.
+func holdersOf(jobs map[string]*JobRecord) map[string][]string {
+	out := map[string][]string{}
+	for _, id := range slices.Sorted(maps.Keys(jobs)) {
+		for _, u := range jobs[id].GPUs {
+			out[u] = append(out[u], id)
+		}
+	}
+	return out
+}
+
+// GPUHolders reads the spool's job records and returns the jobs holding
+// each GPU, by UUID (gpuprep-health's attribution of application Xids).
+func GPUHolders(sp *state.Spool) (map[string][]string, error) {
+	jobs, err := readJobRecords(sp)
+	if err != nil {
+		return nil, err
+	}
+	return holdersOf(jobs), nil
+}

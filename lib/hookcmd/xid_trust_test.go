@@ -30,8 +30,9 @@ type hookRun struct {
 	Health   struct {
 		Results []struct{ Check, Scope, Status, Severity, Reason, Value string }
 		XIDs    []struct {
-			Code  int    `json:"code"`
-			BusID string `json:"bus_id"`
+			Code  int      `json:"code"`
+			BusID string   `json:"bus_id"`
+			Jobs  []string `json:"jobs"`
 		} `json:"xids"`
 		History map[string][]struct {
 			Code int `json:"code"`
@@ -197,11 +198,12 @@ func TestLostKernelLogRecords(t *testing.T) {
 	// The watermark is 2; the log now starts at 50.
 	n.kmsg("6,50,5000,-;tmpfs: Unknown parameter 'x'", "4,51,5100,-;"+reset18)
 	r := n.run("prolog")
-	const lost = "health: XIDs unknown: kernel log records 2-49 were lost before gpuprep read them (the log overflowed); no GPU's XID history is cleared by this run"
+	// A warning names its code and action, as a drain reason does.
+	const lost = "health: XID_UNKNOWN investigate: XIDs unknown: kernel log records 2-49 were lost before gpuprep read them (the log overflowed); no GPU's XID history is cleared by this run"
 	if r.code != 0 || len(r.Warnings) == 0 || !contains(r.Warnings, lost) {
 		t.Errorf("gap between runs: exit %d %s warnings %q", r.code, r.stderr, r.Warnings)
 	}
-	if x := r.xid(); len(x) != 1 || x[0] != "node fail warn "+strings.TrimPrefix(lost, "health: ") {
+	if x := r.xid(); len(x) != 1 || x[0] != "node fail warn "+strings.TrimPrefix(lost, "health: XID_UNKNOWN investigate: ") {
 		t.Errorf("xid result %q", x)
 	}
 	if len(r.Health.History["0000:5d:00.0"]) != 1 {
