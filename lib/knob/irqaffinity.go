@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -213,13 +214,41 @@ type planned struct {
 }
 
 // placementValue is the Value of a list: each IRQ with the CPUs it was
-// set to.
+// set to, as formatIRQValue writes it (the IRQs grouped by their CPUs,
+// the groups ordered by their lowest IRQ), without a part and a number
+// formatted for each IRQ: a large node's list holds over a thousand, and
+// every run that finds a placement held formats it.
 func placementValue(placed []irq.Placed) Value {
-	m := make(map[int]cpuset.Set, len(placed))
-	for _, p := range placed {
-		m[p.IRQ] = p.To
+	type group struct {
+		cpus string
+		irqs []int
 	}
-	return formatIRQValue(m)
+	var groups []*group
+	byCPUs := map[string]*group{}
+	var buf []byte
+	for _, p := range placed {
+		buf = p.To.AppendTo(buf[:0])
+		g, ok := byCPUs[string(buf)]
+		if !ok {
+			g = &group{cpus: string(buf)}
+			byCPUs[g.cpus] = g
+			groups = append(groups, g)
+		}
+		g.irqs = append(g.irqs, p.IRQ)
+	}
+	for _, g := range groups {
+		slices.Sort(g.irqs)
+	}
+	slices.SortFunc(groups, func(a, b *group) int { return a.irqs[0] - b.irqs[0] })
+	var out []byte
+	for i, g := range groups {
+		if i > 0 {
+			out = append(out, ';')
+		}
+		out = cpuset.New(g.irqs...).AppendTo(out)
+		out = append(append(out, '='), g.cpus...)
+	}
+	return Value(out)
 }
 
 // cpusOf is the CPUs each IRQ read holds, by IRQ, leaving out those the
