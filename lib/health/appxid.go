@@ -31,8 +31,8 @@ const maxAppJobs = 32
 // channel torn down, which a cancelled job also makes) are attributed to
 // jobs too, but never count a job against the GPU.
 func IsAppFault(n int) bool {
-	i, found := slices.BinarySearchFunc(xidCatalog, n, func(e XIDEntry, n int) int { return e.XID - n })
-	return found && xidCatalog[i].Immediate == "RESTART_APP"
+	e, found := catalogEntry(n)
+	return found && e.Immediate == "RESTART_APP"
 }
 
 // AppXIDJob is one job that had application faults on a GPU: its Slurm

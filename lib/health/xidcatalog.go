@@ -157,17 +157,26 @@ var bucketActions = map[string]ActionClass{
 	"CHECK_UVM": ClassResetGPU, "WORKFLOW_XID_48": ClassResetGPU,
 }
 
+// catalogEntry is Xid n's entry in the catalog; ok false for one it does
+// not list.
+func catalogEntry(n int) (e XIDEntry, ok bool) {
+	i, found := slices.BinarySearchFunc(xidCatalog, n, func(e XIDEntry, n int) int { return e.XID - n })
+	if !found {
+		return XIDEntry{}, false
+	}
+	return xidCatalog[i], true
+}
+
 // xidCode is the code of Xid n: XID<n>, its action from the catalog's
 // immediate bucket, investigate for an Xid the catalog does not list.
 func xidCode(n int) Code {
 	name := fmt.Sprintf("XID%d", n)
-	i, found := slices.BinarySearchFunc(xidCatalog, n, func(e XIDEntry, n int) int { return e.XID - n })
+	e, found := catalogEntry(n)
 	if !found {
 		return Code{name, "xid", ClassInvestigate,
 			fmt.Sprintf("Xid %d, which NVIDIA's Xid catalog for Ampere and newer GPUs does not list", n),
 			"read the Xid's line in the kernel log and NVIDIA's Xid documentation for older GPUs"}
 	}
-	e := xidCatalog[i]
 	act, ok := bucketActions[e.Immediate]
 	if !ok {
 		act = ClassInvestigate

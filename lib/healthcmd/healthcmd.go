@@ -228,7 +228,7 @@ func checkNode(ctx context.Context, f *healthFlags, cfg *config.Config, models h
 	}
 	root := f.common.HostRoot()
 	rep, saveErr := checkUnderLock(ctx, sp, f.dryRun, health.Options{Op: "health", Root: root, GPU: backend, Health: cfg.Health,
-		Models: models, Spool: sp, ReadOnly: f.dryRun, Extra: extra, Holders: holders(sp, log), Log: log})
+		Models: models, Spool: sp, ReadOnly: f.dryRun, Extra: extra, Holders: hook.SpoolHolders(sp, log), Log: log})
 	if rep == nil {
 		return nil, cli.ExitMismatch, saveErr
 	}
@@ -356,20 +356,6 @@ func drainedAfter(run *healthRun) bool {
 		return false
 	}
 	return run.nsErr == nil && run.ns.Drained() && health.OwnsDrain(run.ns.Reason)
-}
-
-// holders gives the jobs holding each GPU from the job records, for the
-// attribution of new Xids; records that cannot be read leave them
-// unattributed, with a warning.
-func holders(sp *state.Spool, log *slog.Logger) func() map[string][]string {
-	return func() map[string][]string {
-		h, err := hook.GPUHolders(sp)
-		if err != nil {
-			log.Warn("new Xids not attributed to jobs", "err", err)
-			return nil
-		}
-		return h
-	}
 }
 
 // errNoDrain is the node state's "error" under --no-drain: not asked.

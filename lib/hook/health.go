@@ -3,10 +3,12 @@ package hook
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/health"
 	"gpuprep/lib/plan"
+	"gpuprep/lib/state"
 )
 
 // The health checks ([health], lib/health): the prolog runs the fast ones
@@ -18,15 +20,16 @@ import (
 // keeps a job's settings in place; it judges only new Xids. Both read the
 // kernel log every run, so an Xid is read soon after the driver logs it.
 
-// runningHolders gives the jobs holding each GPU now, from the job
-// records (the prolog's checks run before it reads the spool under the
-// node lock: its own job has none yet); a record that cannot be read
-// leaves the Xids unattributed, with a warning.
-func runningHolders(o *run) func() map[string][]string {
+// SpoolHolders gives the jobs holding each GPU now, from the spool's job
+// records (health.Options.Holders of the prolog, whose checks run before
+// it reads the spool under the node lock and whose own job has no record
+// yet, and of gpuprep-health); a record that cannot be read leaves the
+// Xids unattributed, with a warning.
+func SpoolHolders(sp *state.Spool, log *slog.Logger) func() map[string][]string {
 	return func() map[string][]string {
-		h, err := GPUHolders(o.Spool)
+		h, err := GPUHolders(sp)
 		if err != nil {
-			o.Log.Warn("new Xids not attributed to jobs", "err", err)
+			log.Warn("new Xids not attributed to jobs", "err", err)
 			return nil
 		}
 		return h

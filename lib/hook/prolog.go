@@ -115,7 +115,7 @@ func resolveJob(o *run, out *Outcome, sel config.Selection, fallback string) (*p
 // attempt only: a fallback runs no checks again) and the [mig] layout.
 func preflight(ctx context.Context, o *run, out *Outcome, j *prologJob) error {
 	if j.fallback == "" {
-		if err := checkHealth(ctx, o, out, "prolog", j.gpus, j.known, runningHolders(o)); err != nil {
+		if err := checkHealth(ctx, o, out, "prolog", j.gpus, j.known, SpoolHolders(o.Spool, o.Log)); err != nil {
 			return err
 		}
 	}
