@@ -114,6 +114,7 @@ func buildMock(m mockModel, shape nodeshape.Shape, root host.Root) (*server.Serv
 		}
 		st.install(d)
 		installHealth(d, root)
+		installLoad(d)
 	}
 	return srv, nil
 }

@@ -60,6 +60,19 @@ type HealthSection struct {
 	// NVLinks through the fabric manager, InfiniBand ports, the GPU count
 	// and driver, the NCCL topology file) instead of draining; 0 none.
 	BootGrace time.Duration `toml:"boot_grace"`
+	// ProbeEvery is how old the probes' verdict (gpuprep-health --probe)
+	// may grow before gpuprep-health, run by slurmd on an idle node,
+	// starts a probe in the background; 0 never.
+	ProbeEvery time.Duration `toml:"probe_every"`
+	// ProbeMaxAge is the age past which a verdict is "unknown": reported,
+	// never a pass; 0 never too old.
+	ProbeMaxAge time.Duration `toml:"probe_max_age"`
+	// ProbeFloor is the fraction of what the hardware is built for (PCIe
+	// link rate, memory and NVLink bandwidth, FP32 peak at the highest
+	// clock) a probe must reach; ProbeComputeRatio the fraction of the FP32
+	// peak at the clock the compute probe ran at.
+	ProbeFloor        float64 `toml:"probe_floor"`
+	ProbeComputeRatio float64 `toml:"probe_compute_ratio"`
 }
 
 // Health severities.
@@ -74,7 +87,7 @@ const (
 var HealthChecks = []string{
 	"gpu_count", "driver_version", "persistence", "ecc_mode", "ecc_volatile", "row_remap",
 	"nvlinks", "pcie_link", "throttle", "ib_ports", "swap", "nccl_topo", "cmdqv", "xid",
-	"leftover_processes", "external",
+	"leftover_processes", "external", "probe",
 }
 
 const (
@@ -169,9 +182,37 @@ func checkHealth(h *HealthSection, deadline time.Duration, ps *problems) {
 	if h.BootGrace < 0 || h.BootGrace > maxBootGrace {
 		ps.add(k("boot_grace"), "%s = %q: must be 0s..%s", formatKey(k("boot_grace")), h.BootGrace, maxBootGrace)
 	}
+	checkProbe(h, ps)
 	if h.ExternalTimeout <= 0 || h.ExternalTimeout > maxExternalTimeout {
 		ps.add(k("external_timeout"), "%s = %q: must be 1s..%s (and below general.deadline)", formatKey(k("external_timeout")), h.ExternalTimeout, maxExternalTimeout)
 	} else if len(h.ExternalCommand) > 0 && h.ExternalTimeout >= deadline {
 		ps.add(k("external_timeout"), "%s = %q: must be below general.deadline (%s), which bounds the whole epilog", formatKey(k("external_timeout")), h.ExternalTimeout, deadline)
+	}
+}
+
+// maxProbeAge bounds probe_every and probe_max_age.
+const maxProbeAge = 365 * 24 * time.Hour
+
+// checkProbe checks the probes' settings.
+func checkProbe(h *HealthSection, ps *problems) {
+	k := func(name string) []string { return []string{"health", name} }
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"probe_every", h.ProbeEvery}, {"probe_max_age", h.ProbeMaxAge}} {
+		if d.v < 0 || d.v > maxProbeAge {
+			ps.add(k(d.key), "%s = %q: must be 0s (never) ..%s", formatKey(k(d.key)), d.v, maxProbeAge)
+		}
+	}
+	if h.ProbeMaxAge > 0 && h.ProbeEvery > h.ProbeMaxAge {
+		ps.add(k("probe_every"), "%s = %q: must not exceed health.probe_max_age (%s), or every verdict ages into unknown before the next probe", formatKey(k("probe_every")), h.ProbeEvery, h.ProbeMaxAge)
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"probe_floor", h.ProbeFloor}, {"probe_compute_ratio", h.ProbeComputeRatio}} {
+		if f.v < 0 || f.v > 1 {
+			ps.add(k(f.key), "%s = %g: must be a fraction, 0 (not judged) to 1", formatKey(k(f.key)), f.v)
+		}
 	}
 }

@@ -123,3 +123,17 @@ func (a *RecoveryAction) UnmarshalText(b []byte) error {
 type RecoveryReader interface {
 	RecoveryAction(index int) (RecoveryAction, error)
 }
+
+// Load is what a GPU runs at now: its SM and memory clocks and its power
+// draw (0 when not known).
+type Load struct {
+	SMClockMHz  uint32
+	MemClockMHz uint32
+	PowerMW     uint32
+}
+
+// LoadReader reads a GPU's clocks and power now, for the speed probes,
+// which report them with each value they measure.
+type LoadReader interface {
+	Load(index int) (Load, error)
+}

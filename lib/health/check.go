@@ -16,9 +16,11 @@ package health
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/probe"
 )
 
 // Status is a check's outcome on one scope.
@@ -108,6 +110,10 @@ type Report struct {
 	// Inventory is every GPU the backend lists: what the metrics label a
 	// GPU's results and Xids with.
 	Inventory []GPURef `json:"inventory,omitempty"`
+	// Probe is what the probes' saved verdict says now ("" when the probe
+	// check did not run), and ProbeTime when it was taken.
+	Probe     probe.Status `json:"probe,omitempty"`
+	ProbeTime *time.Time   `json:"probe_time,omitempty"`
 }
 
 // GPURef names one GPU: its NVML index, UUID and canonical PCI bus id.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/probe"
 )
 
 // ActionClass is the class of what an admin does about a failure. The classes
@@ -120,6 +121,27 @@ var checkCodes = []Code{
 	{"EXTERNAL_FAILED", "external", ClassInvestigate,
 		"the site's external health command failed",
 		"read its output in gpuprep's log"},
+	{probe.CodeProbeFailed, "probe", ClassInvestigate,
+		"a speed probe (gpuprep-health --probe) could not run on a GPU: a CUDA error, or the GPU could not be opened",
+		"read the verdict (gpuprep-health --probe-status) and the log; a GPU CUDA cannot open needs a reset or a reboot"},
+	{probe.CodePCIeSlow, "probe", ClassCheckHardware,
+		"host-to-device or device-to-host copies from pinned memory on the GPU's NUMA node ran below the floor for its PCIe link",
+		"look at the link's generation and width during the copy in the verdict; reseat the GPU, check its riser, retimer or cable and the BIOS's PCIe settings, then probe again"},
+	{probe.CodeHBMSlow, "probe", ClassInvestigate,
+		"a copy within the GPU's memory ran below the floor for its model: memory clocks held down, heat, or a faulty GPU",
+		"check the memory clock and temperature in the verdict and the throttle reasons; reset the GPU and probe again; if it stays slow, contact the vendor"},
+	{probe.CodeComputeSlow, "probe", ClassInvestigate,
+		"an FP32 FMA kernel on every SM ran below the floor: clocks held low (power, heat, a locked clock) or SMs doing less than their clock allows",
+		"check the SM clock and power during the probe in the verdict, the throttle reasons and the locked clocks; reset the GPU and probe again"},
+	{probe.CodeP2PSlow, "probe", ClassCheckHardware,
+		"a copy between two GPUs with peer access ran below the floor for their NVLinks",
+		"check the NVLinks (nvidia-smi nvlink -s) and the fabric manager; reset the GPUs, then reboot; links still slow need the baseboard or NVSwitches checked"},
+	{probe.CodeP2PNoPeer, "probe", ClassFixConfig,
+		"two GPUs with NVLinks cannot use peer access: copies between them go through host memory",
+		"start the fabric manager (NVSwitch systems), check nvidia-smi topo -p2p r, and the IOMMU and ACS settings; then probe again"},
+	{CodeProbeUnknown, "probe", ClassNone,
+		"the GPUs' speed is unknown: the last probe's verdict is too old ([health] probe_max_age), from another boot or driver, or the probe found the GPUs busy",
+		"run gpuprep-health --probe on the idle node (or enable the gpuprep-probe timer, or [health] probe_every)"},
 }
 
 // recoveryCodes are the codes of the recovery action the driver asks for

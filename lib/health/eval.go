@@ -61,6 +61,8 @@ func Evaluate(f *Facts, e Expect, checks []string, ev Events) []Result {
 			rs = []Result{evalCMDQV(f)}
 		case "xid":
 			rs = evalXIDs(f, e, ev, out)
+		case "probe":
+			rs = evalProbe(f, e)
 		default:
 			check, ok := gpuChecks[c]
 			if !ok {

@@ -58,6 +58,8 @@ type Facts struct {
 	// KmsgLost are the records this run should have seen but the log had
 	// lost (State.Advance): XIDs in them are unknown.
 	KmsgLost []Gap
+	// Probe is the probes' saved verdict (check "probe").
+	Probe ProbeFacts
 }
 
 // cannot is the error of a fact the backend has no reader for.

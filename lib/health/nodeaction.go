@@ -4,8 +4,17 @@ import (
 	"fmt"
 	"strings"
 
+	"gpuprep/lib/probe"
 	"gpuprep/lib/slurm"
 )
+
+// orNone is s, or "none" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
 
 // DrainPrefix starts every drain reason gpuprep-health sets.
 const DrainPrefix = "gpuprep: "
@@ -79,6 +88,9 @@ func DrainReason(fatal []Result) string {
 //     fatal failure of every run until the GPU is cleared, so a drain for
 //     it is never lifted because no new Xid came, and a node resumed
 //     without clearing it is drained again;
+//   - a drain for a probe's finding (ProbeDrain) is lifted only when the
+//     saved verdict passes now (a newer probe passed): a verdict too old
+//     to say anything is never a reason to resume;
 //   - any other drain is left alone.
 //
 // It does no I/O.
@@ -100,6 +112,8 @@ func Decide(rep *Report, node slurm.NodeState, known bool) Decision {
 		return Decision{Action: Nothing, Why: "healthy"}
 	case !OwnsDrain(node.Reason):
 		return Decision{Action: Nothing, Why: fmt.Sprintf("healthy, but drained by someone else (%q): left alone", node.Reason)}
+	case ProbeDrain(node.Reason) && rep.Probe != probe.StatusPass:
+		return Decision{Action: Nothing, Why: fmt.Sprintf("healthy, but drained for a probe's finding (%s): only a newer passing probe verdict lifts it (gpuprep-health --probe); the verdict now: %s", node.Reason, orNone(string(rep.Probe)))}
 	}
 	return Decision{Action: Resume, Why: "every check passes; resuming the node gpuprep drained (" + node.Reason + ")"}
 }

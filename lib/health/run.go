@@ -18,7 +18,7 @@ import (
 var (
 	// PrologChecks are the fast ones: NVML counters and sysfs.
 	PrologChecks = []string{"gpu_count", "driver_version", "persistence", "ecc_mode", "ecc_volatile", "row_remap",
-		"nvlinks", "pcie_link", "throttle", "ib_ports", "swap", "nccl_topo", "cmdqv", "xid"}
+		"nvlinks", "pcie_link", "throttle", "ib_ports", "swap", "nccl_topo", "cmdqv", "xid", "probe"}
 	// EpilogChecks are the post-job ones.
 	EpilogChecks = []string{"ecc_volatile", "row_remap", "xid", "leftover_processes", "external"}
 )
@@ -84,6 +84,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		logAppFaults(o, xids)
 	}
+	if slices.Contains(checks, "probe") && o.Health.HealthSeverity("probe") != config.HealthOff {
+		f.Probe.Verdict, f.Probe.Err = ReadVerdict(o.Spool)
+		f.Probe.Now = time.Now()
+	}
 	cleared := st.Observe(recoveryRead(f), seen, f.KmsgRead && len(f.KmsgLost) == 0, time.Now())
 	for _, c := range cleared {
 		if !o.ReadOnly {
@@ -101,6 +105,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := report(o, f, st, res, xids)
 	rep.Cleared = cleared
+	rep.Probe, rep.ProbeTime = probeStatus(f, o.Health)
 	rep.Millis = float64(time.Since(start).Microseconds()) / 1000
 	if o.ReadOnly || o.Spool == nil {
 		return rep, nil

@@ -55,6 +55,8 @@ type healthFlags struct {
 	node     string
 	dryRun   bool
 	noDrain  bool
+	probe    bool   // --probe: measure the GPUs' speed
+	force    bool   // --force: probe GPUs other processes use
 	clear    string // --clear GPU|all
 	reason   string // --reason TEXT, with --clear
 	explain  string // --explain CODE|list
@@ -100,6 +102,9 @@ func Main(e cli.Env) int {
 	if f.explain != "" {
 		return explainProgram(prog, f.explain, e.Stdout, e.Stderr)
 	}
+	if err := checkProbeFlags(&f); err != nil {
+		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
+	}
 	if err := checkClearFlags(&f); err != nil {
 		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
 	}
@@ -120,7 +125,13 @@ func Main(e cli.Env) int {
 	logs := cli.SinkLogger(prog, logFile, level, !isTerminal(e.Stderr), f.dryRun, e.Stderr)
 	defer logs.Close()
 	deadline := min(cli.Deadline(cfg), healthProgramDeadline)
+	if f.probe {
+		deadline = probeDeadline
+	}
 	code, timedOut := cli.RunDeadline(deadline, func(ctx context.Context) int {
+		if f.probe {
+			return probeProgram(ctx, prog, &f, cfg, logs.Log, e.Getenv, e.Stdout, e.Stderr)
+		}
 		if f.clear != "" {
 			return clearProgram(ctx, prog, &f, cfg, logs.Log, e.Getenv, e.Stdout, e.Stderr)
 		}
@@ -128,6 +139,9 @@ func Main(e cli.Env) int {
 	})
 	if timedOut {
 		err := fmt.Errorf("deadline of %s passed (config general.deadline, at most %s under slurmd's 60 s)", deadline, healthProgramDeadline)
+		if f.probe {
+			err = fmt.Errorf("the probe's deadline of %s passed", deadline)
+		}
 		logs.Daemon.Error("health check failed", "err", err)
 		return cli.Fail(e.Stderr, prog, cli.ExitMismatch, err)
 	}
@@ -143,6 +157,8 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	fs.StringVar(&f.clear, "clear", "", "end the standing Xids of a GPU (its index, PCI bus id or UUID) or of \"all\", with --reason; root only; recorded in the log, the state and gpuprep-health.prom")
 	fs.StringVar(&f.reason, "reason", "", "why the GPU is fit again (--clear): recorded with who cleared it")
 	fs.StringVar(&f.explain, "explain", "", "print what a failure's code (the word after \"gpuprep: \" in a drain reason: XID79, PCIE_DEGRADED, ...) means and what to do about it, then exit; \"list\" lists every code")
+	fs.BoolVar(&f.probe, "probe", false, "measure the GPUs' speed (root): drain an idle node (reason \"gpuprep: probing\"), probe every GPU no process uses, save the verdict, then run the checks, which resume the node or drain it with the finding's code")
+	fs.BoolVar(&f.force, "force", false, "with --probe: probe GPUs other processes use too (the verdict says it was forced)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "run the checks read-only and print what it would do to the node; change nothing (no lock, Xid watermark, drain, resume, metrics or log file)")
 	return fs
 }
@@ -168,6 +184,8 @@ type healthRun struct {
 	// known (not asked under --no-drain, or scontrol failed).
 	ns    slurm.NodeState
 	nsErr error
+	// probing: a probe holds ProbeLock now (its drain is left alone).
+	probing bool
 }
 
 // healthProgram is one gpuprep-health run that checks the node: the
@@ -176,6 +194,12 @@ type healthRun struct {
 // (conclude). Another gpuprep-health holding HealthCheckLock makes it
 // stop at once, healthy.
 func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.Config, log *slog.Logger, getenv func(string) string, stdout, stderr io.Writer) int {
+	return healthProgramWith(ctx, prog, f, cfg, log, getenv, &healthRun{}, stdout, stderr)
+}
+
+// healthProgramWith is healthProgram filling run (a probe's health run
+// after it probed, which waits for HealthCheckLock instead of stopping).
+func healthProgramWith(ctx context.Context, prog string, f *healthFlags, cfg *config.Config, log *slog.Logger, getenv func(string) string, run *healthRun, stdout, stderr io.Writer) int {
 	started := time.Now()
 	fail := func(code int, err error) int {
 		log.Error("health check failed", "err", err)
@@ -185,7 +209,7 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
 	}
-	sp, release, err := openHealthSpool(f, cfg)
+	sp, release, err := openHealthSpool(ctx, f, cfg)
 	if errors.Is(err, state.ErrLocked) {
 		log.Info("another gpuprep-health is running; this one stops", "lock", err)
 		return cli.ExitOK
@@ -194,15 +218,17 @@ func healthProgram(ctx context.Context, prog string, f *healthFlags, cfg *config
 	}
 	defer sp.Close()
 	defer release()
-	run := &healthRun{Node: nodeName(f.node, getenv)}
+	run.Node = nodeName(f.node, getenv)
 	saveErr, code, err := checkNode(ctx, f, cfg, models, sp, run, log)
 	if err != nil {
 		return fail(code, err)
 	}
+	run.probing = probeRunning(sp)
 	decideAndAct(ctx, f, run, log)
 	if !f.dryRun {
 		drained := nodeDrained(run.nsErr == nil || run.Done, drainedAfter(run))
 		recordHealthMetrics(f.common.HostRoot(), cfg, sp, run.Health, drained, saveErr == nil, time.Since(started), log)
+		startProbe(f, cfg, sp, run, log)
 	}
 	return conclude(prog, f, run, saveErr, log, stdout, stderr)
 }
@@ -264,12 +290,9 @@ func conclude(prog string, f *healthFlags, run *healthRun, saveErr error, log *s
 
 // openHealthSpool opens the spool (read-only for --dry-run) and, unless
 // --dry-run, takes HealthCheckLock: state.ErrLocked when another
-// gpuprep-health holds it. release frees the lock (a no-op otherwise).
-func openHealthSpool(f *healthFlags, cfg *config.Config) (sp *state.Spool, release func() error, err error) {
-	dir := f.stateDir
-	if dir == "" {
-		dir = cfg.General.StateDir
-	}
+// gpuprep-health holds it (after --probe it waits, until ctx ends). release frees the lock (a no-op otherwise).
+func openHealthSpool(ctx context.Context, f *healthFlags, cfg *config.Config) (sp *state.Spool, release func() error, err error) {
+	dir := stateDir(f, cfg)
 	open := state.Open
 	if f.dryRun {
 		open = state.OpenReadOnly
@@ -280,7 +303,13 @@ func openHealthSpool(f *healthFlags, cfg *config.Config) (sp *state.Spool, relea
 	if f.dryRun {
 		return sp, func() error { return nil }, nil
 	}
-	if release, err = sp.TryLock(HealthCheckLock); err != nil {
+	lock := sp.TryLock
+	if f.probe {
+		// After a probe: wait for a gpuprep-health run that holds the
+		// lock (it leaves the probe's drain alone), then decide on it.
+		lock = func(name string) (func() error, error) { return sp.LockNamed(ctx, name) }
+	}
+	if release, err = lock(HealthCheckLock); err != nil {
 		sp.Close()
 		return nil, nil, err
 	}
@@ -337,7 +366,7 @@ func bootGrace(root host.Root, cfg *config.Config, rep *health.Report, run *heal
 // decideAndAct decides what to do to the node and, unless --dry-run or
 // --no-drain, does it with scontrol.
 func decideAndAct(ctx context.Context, f *healthFlags, run *healthRun, log *slog.Logger) {
-	run.Decision = health.Decide(run.Health, run.ns, run.nsErr == nil)
+	run.Decision = decide(run)
 	if f.noDrain {
 		run.Decision = health.Decision{Action: health.Nothing, Why: "--no-drain: the caller drains and resumes"}
 	}

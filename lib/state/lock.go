@@ -44,6 +44,15 @@ func (s *Spool) TryLock(name string) (unlock func() error, err error) {
 	return s.lockNamed(ctx, name)
 }
 
+// LockNamed takes the spool's lock file name (as TryLock), waiting for
+// its holder until ctx ends: then the error wraps ErrLocked.
+func (s *Spool) LockNamed(ctx context.Context, name string) (unlock func() error, err error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	return s.lockNamed(ctx, name)
+}
+
 func (s *Spool) lockNamed(ctx context.Context, name string) (unlock func() error, err error) {
 	lockPath := s.path(name)
 	if err := s.writable("lock", name); err != nil {

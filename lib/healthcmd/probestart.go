@@ -1,0 +1,61 @@
+package healthcmd
+
+import (
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"gpuprep/lib/config"
+	"gpuprep/lib/health"
+	"gpuprep/lib/probe"
+	"gpuprep/lib/state"
+)
+
+// startProbe starts `gpuprep-health --probe` in the background when
+// [health] probe_every is set, Slurm shows the node idle (or drained by
+// gpuprep for a probe's finding, so a repaired node comes back by itself),
+// and the verdict is older than probe_every, unknown or missing. The probe
+// runs in a session of its own, so slurmd's 60 s limit on
+// HealthCheckProgram does not end it; ProbeLock keeps two apart.
+func startProbe(f *healthFlags, cfg *config.Config, sp *state.Spool, run *healthRun, log *slog.Logger) {
+	if !probeDue(f, cfg, sp, run) {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		log.Warn("probe not started: this program's path is unknown", "err", err)
+		return
+	}
+	args := []string{"--probe", "--config", f.common.ConfigPath, "--root", f.common.Root, "--state-dir", stateDir(f, cfg), "--node", run.Node}
+	if f.common.GPUBackend != "" {
+		args = append(args, "--gpu-backend", f.common.GPUBackend)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		log.Warn("probe not started", "err", err)
+		return
+	}
+	log.Info("probe started in the background", "pid", cmd.Process.Pid, "every", cfg.Health.ProbeEvery)
+	cmd.Process.Release()
+}
+
+// probeDue says whether a background probe should start now.
+func probeDue(f *healthFlags, cfg *config.Config, sp *state.Spool, run *healthRun) bool {
+	switch {
+	case cfg.Health.ProbeEvery == 0, f.noDrain, f.probe, f.dryRun, run.probing, !run.Idle, run.nsErr != nil:
+		return false
+	case run.Done && run.Decision.Action == health.Drain:
+		return false // drained for another finding just now
+	case run.ns.Drained() && !health.ProbeDrain(run.ns.Reason) && run.ns.Reason != ProbingReason:
+		return false // an admin's drain, or gpuprep's for another finding
+	}
+	v, err := health.ReadVerdict(sp)
+	if err != nil || v == nil {
+		return err == nil
+	}
+	return run.Health.Probe != probe.StatusPass && run.Health.Probe != probe.StatusFail ||
+		time.Since(v.Time) >= cfg.Health.ProbeEvery
+}
