@@ -128,7 +128,8 @@ gpunode-kit: $(BINS)
 	$(GO) build -trimpath -ldflags '-s -w' -o bin/gpunode/bin/nvmlprobe ./test/nvmlprobe
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/gpunode/bin/topocheck ./test/topocheck
 	cp $(BINS) bin/gpunode/bin/
-	cp test/gpunode/run.sh test/gpunode/allreduce.py test/gpunode/times.py test/gpunode/mps.py test/gpunode/mps-proof.sh bin/gpunode/
+	$(GO) test -c -trimpath -o bin/gpunode/bin/cuda.test ./lib/cuda
+	cp test/gpunode/run.sh test/gpunode/allreduce.py test/gpunode/times.py test/gpunode/mps.py test/gpunode/mps-proof.sh test/gpunode/probe-proof.sh test/gpunode/probe_torch.py bin/gpunode/
 	if [ -f ../shared/tools/capture-root.sh ]; then cp ../shared/tools/capture-root.sh bin/gpunode/; fi
 	tar czf bin/gpunode-kit.tgz -C bin gpunode
 

@@ -69,3 +69,14 @@ func Run(cmd func(cli.Env) int, env map[string]string, args ...string) (int, str
 	code := cmd(cli.Env{Args: args, Getenv: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
+// WriteRootFile writes a file of the fixture root (its folders made).
+func WriteRootFile(t *testing.T, root, path, content string) {
+	t.Helper()
+	full := filepath.Join(root, path)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -73,15 +73,14 @@ func probeProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.
 		return fail(cli.ExitMismatch, err)
 	}
 	defer sp.Close()
+	run := &probeRun{Node: nodeName(f.node, getenv)}
 	unlock, err := sp.TryLock(ProbeLock)
 	if errors.Is(err, state.ErrLocked) {
-		log.Info("another probe is running; this one stops", "lock", err)
-		fmt.Fprintln(stdout, "another probe is running on this node:", err)
-		return cli.ExitOK
+		run.Why = "another probe is running: " + err.Error()
+		return concludeProbe(f, run, cli.ExitOK, log, stdout)
 	} else if err != nil {
 		return fail(cli.ExitMismatch, err)
 	}
-	run := &probeRun{Node: nodeName(f.node, getenv)}
 	err = probeNode(ctx, f, cfg, models, sp, run, log)
 	unlock() // the health run below decides on the drain: no probe runs now
 	if errors.Is(err, errNotNow) {

@@ -32,14 +32,25 @@ func startProbe(f *healthFlags, cfg *config.Config, sp *state.Spool, run *health
 	if f.common.GPUBackend != "" {
 		args = append(args, "--gpu-backend", f.common.GPUBackend)
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	pid, err := startDetached(exe, args)
+	if err != nil {
 		log.Warn("probe not started", "err", err)
 		return
 	}
-	log.Info("probe started in the background", "pid", cmd.Process.Pid, "every", cfg.Health.ProbeEvery)
-	cmd.Process.Release()
+	log.Info("probe started in the background", "pid", pid, "every", cfg.Health.ProbeEvery)
+}
+
+// startDetached starts exe with args in a session of its own, its output
+// thrown away (it logs), and does not wait for it; a test records the call
+// instead.
+var startDetached = func(exe string, args []string) (int, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	return pid, cmd.Process.Release()
 }
 
 // probeDue says whether a background probe should start now.

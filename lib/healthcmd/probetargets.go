@@ -23,6 +23,10 @@ import (
 // over the mock's GPUs (cuda_mock.go).
 var openCUDA = func(backend string, root host.Root, devs []gpu.Device) (cuda.Driver, error) { return cuda.Open() }
 
+// probeSpan is how long each measurement runs (0: lib/probe's default);
+// tests of a fake driver shorten it.
+var probeSpan time.Duration
+
 // measure probes the GPUs no process uses (refuseBusy) and judges the
 // result.
 func measure(ctx context.Context, f *healthFlags, cfg *config.Config, models health.Models, b gpu.Backend, run *probeRun, log *slog.Logger) (*probe.Verdict, error) {
@@ -45,7 +49,7 @@ func measure(ctx context.Context, f *healthFlags, cfg *config.Config, models hea
 	if err != nil {
 		return nil, fmt.Errorf("probes need the CUDA driver: %w", err)
 	}
-	o := probe.Options{Driver: drv, Targets: targets(root, b, free), Sample: sampler(root, b, free), Log: log}
+	o := probe.Options{Driver: drv, Targets: targets(root, b, free), Sample: sampler(root, b, free), Span: probeSpan, Log: log}
 	if root.IsHost() {
 		// A fixture root's NUMA nodes are not this machine's.
 		o.BindMemory, o.MemoryNode = bind.BindThreadMemory, bind.PageNode
