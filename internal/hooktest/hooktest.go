@@ -69,6 +69,7 @@ func Run(cmd func(cli.Env) int, env map[string]string, args ...string) (int, str
 	code := cmd(cli.Env{Args: args, Getenv: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
 }
+
 // WriteRootFile writes a file of the fixture root (its folders made).
 func WriteRootFile(t *testing.T, root, path, content string) {
 	t.Helper()
