@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
@@ -24,6 +25,8 @@ type CUDARates struct {
 	FLOPS    float64 `json:"flops,omitempty"`
 	P2PGBps  float64 `json:"p2p_gbps,omitempty"` // into this GPU
 	NoJIT    bool    `json:"no_jit,omitempty"`
+	// StallMS is real time each kernel launch takes (a probe that lasts).
+	StallMS int `json:"stall_ms,omitempty"`
 }
 
 // CUDAFile is where a mock on a fixture root reads its GPUs' CUDA rates.
@@ -77,7 +80,8 @@ func fakeGPU(dev gpu.Device, devs []gpu.Device, set map[string]CUDARates) *cudaf
 	s := set[dev.BusID]
 	g := &cudafake.GPU{BusID: dev.BusID, SMs: r.sms, CCMajor: r.major, CCMinor: r.minor, ClockKHz: r.clockKHz,
 		H2DGBps: or(s.H2DGBps, r.h2d), D2HGBps: or(s.D2HGBps, r.h2d*0.95), CopyGBps: or(s.CopyGBps, r.copy),
-		FLOPS: or(s.FLOPS, r.flops), NoJIT: s.NoJIT, HostPathGBps: 20, Peers: map[string]float64{}}
+		FLOPS: or(s.FLOPS, r.flops), NoJIT: s.NoJIT, HostPathGBps: 20, Peers: map[string]float64{},
+		Stall: time.Duration(s.StallMS) * time.Millisecond}
 	for j, links := range dev.NVLinks {
 		if j == dev.Index || links <= 0 || j >= len(devs) {
 			continue

@@ -24,6 +24,7 @@ import (
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
 	"gpuprep/lib/host"
+	"gpuprep/lib/probefleet"
 	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
@@ -55,11 +56,15 @@ type healthFlags struct {
 	node     string
 	dryRun   bool
 	noDrain  bool
-	probe    bool   // --probe: measure the GPUs' speed
-	force    bool   // --force: probe GPUs other processes use
-	clear    string // --clear GPU|all
-	reason   string // --reason TEXT, with --clear
-	explain  string // --explain CODE|list
+	probe    bool // --probe: measure the GPUs' speed
+	force    bool // --force: probe GPUs other processes use
+	// probeReport are the verdicts (files, folders) --probe-report
+	// compares, margin how far below the fleet's median flags a GPU.
+	probeReport []string
+	margin      float64
+	clear       string // --clear GPU|all
+	reason      string // --reason TEXT, with --clear
+	explain     string // --explain CODE|list
 }
 
 const healthUsage = `usage: gpuprep-health [flags]
@@ -101,6 +106,9 @@ func Main(e cli.Env) int {
 	}
 	if f.explain != "" {
 		return explainProgram(prog, f.explain, e.Stdout, e.Stderr)
+	}
+	if len(f.probeReport) > 0 {
+		return probeReportProgram(prog, &f, e.Stdout, e.Stderr)
 	}
 	if err := checkProbeFlags(&f); err != nil {
 		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
@@ -159,6 +167,8 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	fs.StringVar(&f.explain, "explain", "", "print what a failure's code (the word after \"gpuprep: \" in a drain reason: XID79, PCIE_DEGRADED, ...) means and what to do about it, then exit; \"list\" lists every code")
 	fs.BoolVar(&f.probe, "probe", false, "measure the GPUs' speed (root): drain an idle node (reason \"gpuprep: probing\"), probe every GPU no process uses, save the verdict, then run the checks, which resume the node or drain it with the finding's code")
 	fs.BoolVar(&f.force, "force", false, "with --probe: probe GPUs other processes use too (the verdict says it was forced)")
+	fs.StringSliceVar(&f.probeReport, "probe-report", nil, "compare many nodes' saved probe verdicts (files or folders of them, copies of each node's probe-verdict.json; repeat or comma-separate): per GPU model, flag the GPUs below the fleet's median by more than --margin and 3 robust deviations; reads files only")
+	fs.Float64Var(&f.margin, "margin", probefleet.DefaultMargin, "with --probe-report: how far below the fleet's median (a fraction) flags a GPU")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "run the checks read-only and print what it would do to the node; change nothing (no lock, Xid watermark, drain, resume, metrics or log file)")
 	return fs
 }

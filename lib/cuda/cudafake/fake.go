@@ -36,6 +36,9 @@ type GPU struct {
 	// HostPathGBps is a peer copy's rate without peer access (through
 	// host memory, as the real driver silently does).
 	HostPathGBps float64
+	// Stall is real time each kernel launch takes besides its simulated
+	// time: a probe that lasts, for tests of what happens meanwhile.
+	Stall time.Duration
 }
 
 // Driver is a fake cuda.Driver over GPUs. KernelFLOPs says how many
@@ -301,6 +304,7 @@ func (s *Stream) Launch(fn cuda.Function, gridX, blockX uint32, args ...cuda.Arg
 	if s.c.d.KernelFLOPs == nil || s.c.gpu.FLOPS <= 0 {
 		return errors.New("cudafake: no FLOP rate for kernels")
 	}
+	time.Sleep(s.c.gpu.Stall)
 	flops := s.c.d.KernelFLOPs(fn.Name(), gridX, blockX, args)
 	s.mu.Lock()
 	s.clock += time.Duration(flops / s.c.gpu.FLOPS * float64(time.Second))
