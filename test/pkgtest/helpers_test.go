@@ -161,6 +161,8 @@ var packagedFiles = map[string]os.FileMode{
 	"/etc/logrotate.d/gpuprep":                            0o644,
 	"/usr/lib/tmpfiles.d/gpuprep.conf":                    0o644,
 	"/usr/lib/gpuprep/irqbalance-policy":                  0o755,
+	"/usr/lib/systemd/system/gpuprep-probe.service":       0o644,
+	"/usr/lib/systemd/system/gpuprep-probe.timer":         0o644,
 	"/usr/share/man/man1/srunwrap.1.gz":                   0o644,
 	"/usr/share/man/man5/gpuprep.toml.5.gz":               0o644,
 	"/usr/share/man/man8/gpuprep-prolog.8.gz":             0o644,
