@@ -2,10 +2,10 @@
 // textfile collector: what one writer (the prolog, the epilog,
 // gpuprep-health) reports, its counters carried between runs in the spool
 // (metrics.go), the health checks' and Xids' series with dcgm-exporter's
-// GPU labels (health.go), and the text exposition format, written
-// atomically as gpuprep-<writer>.prom (prom.go). Which directory, and what
-// a run adds, is the commands' (lib/hookcmd, lib/healthcmd, through
-// lib/textfile).
+// GPU labels (health.go), the GPU speed probes' verdict (probe.go), and
+// the text exposition format, written atomically as gpuprep-<writer>.prom
+// (prom.go). Which directory, and what a run adds, is the commands'
+// (lib/hookcmd, lib/healthcmd, through lib/textfile).
 package metrics
 
 import (
@@ -66,6 +66,10 @@ type Metrics struct {
 	// StateSaved is gpuprep_health_state_saved (gpuprep-health only): 1
 	// its last run saved the health state, 0 it could not; nil unknown.
 	StateSaved *int `json:"state_saved,omitempty"`
+	// Probe is the GPU speed probes' saved verdict as gpuprep-health last
+	// read it (probe.go); nil when it read none (the probe check off, or
+	// a state saved before the probes).
+	Probe *ProbeState `json:"probe,omitempty"`
 }
 
 // AddFallback counts one job that fell back from profile.

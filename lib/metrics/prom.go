@@ -112,6 +112,7 @@ func Format(hook, hostname string, m Metrics, build Build) []byte {
 		sample(&b, MetricRunTime, float64(m.Runs[h].End.UnixMilli())/1000, "hook", h)
 	}
 	formatHealth(&b, hook, hostname, m)
+	formatProbe(&b, hook, hostname, m)
 	return b.Bytes()
 }
 

@@ -33,6 +33,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 	m.KmsgLost = 3
 	m.AddXIDClear(ClearByAdmin, g)
 	m.SetRun(HookHealth, t0, time.Second, true)
+	m.Probe = testProbe()
 	for _, hook := range []string{HookProlog, HookEpilog, HookHealth} {
 		text := Format(hook, "gpu01", m, Build{Version: "1.0.0", Commit: "abc"})
 		cmd := exec.Command(promtool, "check", "metrics")

@@ -4,7 +4,8 @@
 // (lib/healthcmd). Which directory (general.metrics_dir; "auto" is the one
 // node_exporter reads, lib/textfiledir), warned about once per boot when
 // there is none (dir.go); the counters carried between runs in the spool;
-// and what a health report adds, with dcgm-exporter's GPU labels.
+// and what a health report and the probes' verdict add, with
+// dcgm-exporter's GPU labels.
 package textfile
 
 import (
@@ -20,6 +21,7 @@ import (
 	"gpuprep/lib/health"
 	"gpuprep/lib/host"
 	"gpuprep/lib/metrics"
+	"gpuprep/lib/probe"
 	"gpuprep/lib/state"
 )
 
@@ -89,6 +91,92 @@ func AddHealth(m *metrics.Metrics, rep *health.Report, now time.Time) {
 	for _, x := range rep.XIDs {
 		m.AddXID(x.Code, x.Severity, labels(x.BusID))
 	}
+}
+
+// AddProbe records in m what the probes' saved verdict says now: status
+// (lib/health's Report.Probe) and, unless it is none, the verdict v read
+// from the spool: its time, whether it was forced, each GPU's values and
+// floors, the peer copies with peer access, and one finding per code and
+// GPU, each GPU labelled from inv as AddHealth labels it. A nil v records
+// the status alone; an empty status (the probe check read no verdict)
+// drops the probe series.
+func AddProbe(m *metrics.Metrics, status probe.Status, v *probe.Verdict, inv []health.GPURef) {
+	if status == "" {
+		m.Probe = nil
+		return
+	}
+	p := &metrics.ProbeState{Status: string(status)}
+	m.Probe = p
+	if v == nil || status == probe.StatusNone {
+		return
+	}
+	p.Time, p.Forced = v.Time.UTC(), v.Forced
+	labels := GPULabeller(inv)
+	if r := v.Result; r != nil {
+		for i, g := range r.GPUs {
+			var f probe.Floors
+			if i < len(v.Floors) {
+				f = v.Floors[i]
+			}
+			p.GPUs = append(p.GPUs, probeGPU(g, f, labels(g.BusID)))
+		}
+		p.Pairs = probePairs(r, labels)
+	}
+	seen := map[string]bool{}
+	for _, x := range v.Findings {
+		if k := x.Code + "@" + x.BusID; !seen[k] {
+			seen[k] = true
+			p.Findings = append(p.Findings, metrics.ProbeFinding{Code: x.Code, GPULabels: labels(x.BusID)})
+		}
+	}
+}
+
+// probeGPU is one GPU's values and floors f as the metrics carry them: a
+// value with an error, or of a GPU that could not be probed, is left at 0
+// (no series).
+func probeGPU(g probe.GPUResult, f probe.Floors, l metrics.GPULabels) metrics.ProbeGPU {
+	ok := func(m probe.Measurement) float64 {
+		if m.Error != "" {
+			return 0
+		}
+		return m.GBps
+	}
+	out := metrics.ProbeGPU{GPULabels: l,
+		Floors: metrics.ProbeFloors{H2D: f.H2DGBps, D2H: f.D2HGBps, HBM: f.HBMGBps, P2P: f.P2PGBps, TFLOPS: f.TFLOPS}}
+	if g.Error != "" {
+		return out // not probed at all
+	}
+	out.H2DGBps, out.D2HGBps, out.HBMGBps = ok(g.H2D), ok(g.D2H), ok(g.D2D)
+	if c := g.Compute; c.Error == "" {
+		out.TFLOPS, out.Ratio, out.SMClockMHz = c.TFLOPS, c.Ratio, float64(c.During.SMClockMHz)
+	}
+	return out
+}
+
+// probePairs are r's peer copies with peer access and a value, labelled
+// with the GPU copied into; peer_gpu is the index of the GPU copied from
+// as the inventory lists it (else as the verdict does).
+func probePairs(r *probe.Result, labels func(bus string) metrics.GPULabels) []metrics.ProbePair {
+	byIndex := map[int]probe.GPUResult{}
+	for _, g := range r.GPUs {
+		byIndex[g.Index] = g
+	}
+	var out []metrics.ProbePair
+	for _, x := range r.Pairs {
+		if !x.PeerAccess || x.Error != "" || x.GBps <= 0 {
+			continue
+		}
+		to, known := byIndex[x.To]
+		if !known {
+			continue
+		}
+		peer := labels(byIndex[x.From].BusID).GPU
+		if peer == "" {
+			peer = strconv.Itoa(x.From)
+		}
+		out = append(out, metrics.ProbePair{GPULabels: labels(to.BusID), Peer: peer, GBps: x.GBps})
+	}
+	return out
 }
 
 // GPULabeller labels a GPU by bus id as dcgm-exporter does, its index and
