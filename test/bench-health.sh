@@ -43,3 +43,6 @@ PY
 fi
 # The checks' own time, as the report measures it (the first line).
 for backend in mock:dgxh100 procfs; do "$bin" "${common[@]}" --gpu-backend "$backend" | head -1; done
+# What the prolog pays to read the probes' saved verdict (an 8-GPU node's,
+# 56 peer copies) at every job: lib/health's BenchmarkReadVerdict.
+${GO:-go} test -run '^$' -bench BenchmarkReadVerdict -benchmem ./lib/health | grep -E '^Benchmark'
