@@ -77,7 +77,7 @@ func judgeGPU(g GPUResult, f Floors) []Finding {
 			out = append(out, Finding{Code: CodeProbeFailed, GPU: g.Index, BusID: g.BusID, Reason: what + ": " + m.Error})
 		case floor > 0 && m.GBps < floor:
 			out = append(out, Finding{Code: code, GPU: g.Index, BusID: g.BusID, Measured: m.GBps, Floor: floor, Unit: "GB/s",
-				Reason: fmt.Sprintf("%s %.1f GB/s, below %.1f GB/s%s", what, m.GBps, floor, linkDuring(m))})
+				Reason: fmt.Sprintf("%s %.1f GB/s, below %.1f GB/s%s", what, m.GBps, floor, linkDuring(code, m))})
 		}
 	}
 	below(CodePCIeSlow, "host to device", g.H2D, f.H2DGBps)
@@ -86,9 +86,10 @@ func judgeGPU(g GPUResult, f Floors) []Finding {
 	return append(out, judgeCompute(g, f)...)
 }
 
-// linkDuring says how the PCIe link ran during a host copy, when sampled.
-func linkDuring(m Measurement) string {
-	if m.During.PCIeGen == 0 {
+// linkDuring says how the PCIe link ran during a host copy (PCIE_SLOW),
+// when sampled.
+func linkDuring(code string, m Measurement) string {
+	if code != CodePCIeSlow || m.During.PCIeGen == 0 {
 		return ""
 	}
 	return fmt.Sprintf(" (link gen %d x%d during the copy)", m.During.PCIeGen, m.During.PCIeWidth)
