@@ -9,7 +9,8 @@
 // CUDA binds a context to the calling OS thread: a caller locks its
 // goroutine to its thread (runtime.LockOSThread) for as long as it uses a
 // context, and every Context and Stream method makes its context current
-// on that thread first.
+// on that thread first. A Context and what it made (streams, events,
+// modules) are for one goroutine at a time.
 package cuda
 
 import (
@@ -27,9 +28,9 @@ var ErrNoDriver = errors.New("CUDA driver library libcuda.so.1 not found")
 // missing. cuModuleLoadData answers CUDA_ERROR_JIT_COMPILER_NOT_FOUND.
 var ErrNoJIT = errors.New("the driver's PTX JIT compiler (libnvidia-ptxjitcompiler.so.1) is not installed")
 
-// ErrPeerUnsupported: the two GPUs cannot access each other's memory
-// (cuDeviceCanAccessPeer answered 0, or cuCtxEnablePeerAccess
-// CUDA_ERROR_PEER_ACCESS_UNSUPPORTED).
+// ErrPeerUnsupported: the two GPUs cannot access each other's memory:
+// cuCtxEnablePeerAccess answered CUDA_ERROR_PEER_ACCESS_UNSUPPORTED (a
+// caller asks Driver.CanAccessPeer first).
 var ErrPeerUnsupported = errors.New("peer access between these GPUs is not supported")
 
 // Device is a CUDA device ordinal (CUdevice).
@@ -38,8 +39,9 @@ type Device int
 // DevicePtr is an address in a GPU's memory (CUdeviceptr).
 type DevicePtr uint64
 
-// HostPtr is page-locked host memory (cuMemHostAlloc), as an address: it is
-// never dereferenced by Go code.
+// HostPtr is page-locked host memory (cuMemHostAlloc), as an address. Go
+// code that reads or fills it does so through unsafe and only while it is
+// allocated; the probes never do (they copy it, and ask its NUMA node).
 type HostPtr uintptr
 
 // Attribute is a CUdevice_attribute.
