@@ -278,3 +278,25 @@ func TestHealthStartsDueProbes(t *testing.T) {
 		t.Errorf("started %q: want none with a fresh verdict or on a busy node", started)
 	}
 }
+
+// fakeLister is a backend that lists devs and their processes.
+type fakeLister struct {
+	devs  []gpu.Device
+	procs map[int][]int
+}
+
+func (f fakeLister) Name() string                       { return "fake" }
+func (f fakeLister) Devices() ([]gpu.Device, error)     { return f.devs, nil }
+func (f fakeLister) Close() error                       { return nil }
+func (f fakeLister) Processes(index int) ([]int, error) { return f.procs[index], nil }
+
+// A GPU in MIG mode is never probed (CUDA sees its instances, not it),
+// --force or not.
+func TestProbeLeavesMIGGPUs(t *testing.T) {
+	devs := []gpu.Device{{Index: 0, BusID: "0000:18:00.0"}, {Index: 1, BusID: "0000:2a:00.0", MIG: gpu.MIGState{Current: true}}}
+	run := &probeRun{}
+	free, forced := refuseBusy(host.NewRoot(t.TempDir()), fakeLister{devs: devs}, devs, true, run)
+	if len(free) != 1 || free[0].Index != 0 || forced || len(run.Refused) != 1 || !strings.Contains(run.Refused[0].Why, "MIG mode") {
+		t.Errorf("free %+v forced %v refused %+v: want GPU 1 refused for MIG mode", free, forced, run.Refused)
+	}
+}

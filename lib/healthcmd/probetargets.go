@@ -63,7 +63,8 @@ func measure(ctx context.Context, f *healthFlags, cfg *config.Config, models hea
 
 // refuseBusy leaves out the GPUs processes use (NVML's running
 // processes), unless force, and always those an MPS server serves (a probe
-// would go through it): forced says whether a busy GPU was probed.
+// would go through it) and those in MIG mode (CUDA sees their instances,
+// not the GPU): forced says whether a busy GPU was probed.
 func refuseBusy(root host.Root, b gpu.Backend, devs []gpu.Device, force bool, run *probeRun) (free []gpu.Device, forced bool) {
 	lister, canList := gpu.As[gpu.ProcessLister](b)
 	for _, d := range devs {
@@ -74,6 +75,9 @@ func refuseBusy(root host.Root, b gpu.Backend, devs []gpu.Device, force bool, ru
 			pids, err = lister.Processes(d.Index)
 		}
 		switch {
+		case d.MIG.Current:
+			run.Refused = append(run.Refused, refusedGPU{d.Index, d.BusID, "MIG mode is on: the probes measure whole GPUs"})
+			continue
 		case !canList || err != nil:
 			why = fmt.Sprintf("the processes using it cannot be listed (%s backend)", b.Name())
 		case mpsServes(root, pids) != "":
