@@ -73,6 +73,10 @@ type HealthSection struct {
 	// peak at the clock the compute probe ran at.
 	ProbeFloor        float64 `toml:"probe_floor"`
 	ProbeComputeRatio float64 `toml:"probe_compute_ratio"`
+	// ProbeTools runs, with the probes, the tools that are installed:
+	// DCGM's diagnostic (dcgmi diag -r 2), nccl-tests' all_reduce_perf,
+	// perftest's ib_write_bw loopback per HCA.
+	ProbeTools bool `toml:"probe_tools"`
 }
 
 // Health severities.

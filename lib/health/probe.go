@@ -18,7 +18,7 @@ const CodeProbeUnknown = "PROBE_UNKNOWN"
 // ProbeCodes are the codes of the probes' findings: a drain for one lifts
 // only on a newer passing verdict.
 var ProbeCodes = []string{probe.CodePCIeSlow, probe.CodeHBMSlow, probe.CodeComputeSlow, probe.CodeP2PSlow,
-	probe.CodeP2PNoPeer, probe.CodeProbeFailed}
+	probe.CodeP2PNoPeer, probe.CodeProbeFailed, "DCGM_DIAG_FAILED", "ALLREDUCE_SLOW", "ALLREDUCE_WRONG", "IB_LOOPBACK_SLOW"}
 
 // ProbeFacts is the saved verdict as the checks read it: its header and
 // findings (the measurements are not decoded).
@@ -89,21 +89,30 @@ func probeFindings(f *Facts, v *probe.Verdict) []Result {
 	}
 	var out []Result
 	for _, x := range v.Findings {
-		if !f.Whole && !inScope[x.BusID] {
+		if x.GPU >= 0 && !f.Whole && !inScope[x.BusID] {
 			continue
 		}
 		c, known := CodeOf(x.Code)
 		if !known {
 			c = defaultCode("probe")
 		}
-		reason := fmt.Sprintf("GPU %d (%s): %s (probe of %s)", x.GPU, x.BusID, x.Reason, v.Time.Format(time.RFC3339))
-		r := Result{Check: "probe", Scope: fmt.Sprintf("GPU %d (%s)", x.GPU, x.BusID), BusID: x.BusID, Status: Fail, Reason: reason}
-		out = append(out, r.withCode(c))
+		out = append(out, probeResult(x, v.Time).withCode(c))
 	}
 	if len(out) == 0 {
 		return []Result{ok("probe", nodeScope, "the failed verdict names no GPU in scope")}
 	}
 	return out
+}
+
+// probeResult is a finding as a failed result: of its GPU, or of the node
+// (a finding of a tool that names no GPU).
+func probeResult(x probe.Finding, at time.Time) Result {
+	when := " (probe of " + at.Format(time.RFC3339) + ")"
+	if x.GPU < 0 {
+		return Result{Check: "probe", Scope: nodeScope, Status: Fail, Reason: x.Reason + when}
+	}
+	scope := fmt.Sprintf("GPU %d (%s)", x.GPU, x.BusID)
+	return Result{Check: "probe", Scope: scope, BusID: x.BusID, Status: Fail, Reason: scope + ": " + x.Reason + when}
 }
 
 // ProbeDrain says whether a drain reason is for a probe's finding

@@ -300,3 +300,31 @@ func TestProbeLeavesMIGGPUs(t *testing.T) {
 		t.Errorf("free %+v forced %v refused %+v: want GPU 1 refused for MIG mode", free, forced, run.Refused)
 	}
 }
+
+// With DCGM installed, its diagnostic runs with the probes: a failed test
+// is a finding of the verdict, and the node drains with its code.
+func TestProbeRunsDCGMWhenInstalled(t *testing.T) {
+	n := newStandingNode(t)
+	dir := t.TempDir()
+	out, err := filepath.Abs("../probetools/testdata/dcgmi_diag_r2_v4_fail.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\ncase \"$1\" in --version|-v) echo 'dcgmi  version: 4.2.3'; exit 0;; esac\ncat " + out + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "dcgmi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	p := n.probe()
+	if p.Verdict == nil || len(p.Verdict.Tools) == 0 || p.Verdict.Tools[0].Tool != "dcgmi" || p.Verdict.Pass {
+		t.Fatalf("verdict %+v: want dcgmi's failed run in it", p.Verdict)
+	}
+	if _, reason := n.slurm.node(); !strings.HasPrefix(reason, "gpuprep: DCGM_DIAG_FAILED investigate") {
+		t.Errorf("drain reason %q, want DCGM_DIAG_FAILED", reason)
+	}
+	n.setConfig("[health]\nprobe_tools = false\n")
+	n.slurm.adminResume()
+	if p := n.probe(); len(p.Verdict.Tools) != 0 || !p.Verdict.Pass {
+		t.Errorf("probe_tools = false: tools %+v pass %v", p.Verdict.Tools, p.Verdict.Pass)
+	}
+}

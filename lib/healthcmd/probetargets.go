@@ -16,6 +16,7 @@ import (
 	"gpuprep/lib/health"
 	"gpuprep/lib/host"
 	"gpuprep/lib/probe"
+	"gpuprep/lib/probetools"
 )
 
 // openCUDA opens the CUDA driver the probes use: libcuda.so.1. A build
@@ -58,7 +59,54 @@ func measure(ctx context.Context, f *healthFlags, cfg *config.Config, models hea
 	if err != nil {
 		return nil, err
 	}
-	return judge(root, b, cfg, models, res, run.Node, forced), nil
+	v := judge(root, b, cfg, models, res, run.Node, forced)
+	if cfg.Health.ProbeTools {
+		runTools(ctx, root, v, len(free), log)
+	}
+	return v, nil
+}
+
+// toolsPath is where the optional tools are looked for besides PATH (the
+// timer's and slurmd's PATH may be short).
+const toolsPath = "/usr/bin:/usr/local/bin:/usr/local/cuda/bin:/usr/local/nccl-tests/bin"
+
+// runTools runs the optional tools that are installed (DCGM's diagnostic,
+// nccl-tests' all_reduce_perf over the probed GPUs, perftest's
+// ib_write_bw loopback of each HCA in /sys/class/infiniband) and adds
+// their results and findings to v. A tool that could not run is logged
+// and kept in its result, never a finding: it says nothing of the node.
+func runTools(ctx context.Context, root host.Root, v *probe.Verdict, gpus int, log *slog.Logger) {
+	tools := probetools.Find(os.Getenv("PATH") + ":" + toolsPath)
+	if len(tools) == 0 {
+		return
+	}
+	v.Tools = probetools.Run(ctx, tools, probetools.Options{GPUs: gpus, HCAs: hcas(root), Log: log})
+	bus := map[int]string{}
+	for _, g := range v.Result.GPUs {
+		bus[g.Index] = g.BusID
+	}
+	for _, x := range probetools.Judge(v.Tools, probetools.Floors{}) {
+		if x.Code == probetools.CodeToolFailed {
+			log.Warn("probe tool did not run", "reason", x.Reason)
+			continue
+		}
+		x.BusID = bus[x.GPU]
+		v.Findings = append(v.Findings, x)
+	}
+	v.Pass = len(v.Findings) == 0
+}
+
+// hcas are the InfiniBand devices (/sys/class/infiniband).
+func hcas(root host.Root) []string {
+	ents, err := os.ReadDir(root.Path("/sys/class/infiniband"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }
 
 // refuseBusy leaves out the GPUs processes use (NVML's running

@@ -49,6 +49,35 @@ type Verdict struct {
 	Findings []Finding `json:"findings,omitempty"`
 	Floors   []Floors  `json:"floors"` // per GPU, as Result.GPUs
 	Result   *Result   `json:"result"`
+	// Tools are the optional tools' runs (DCGM's diagnostic, nccl-tests,
+	// perftest: lib/probetools), when installed.
+	Tools []ToolResult `json:"tools,omitempty"`
+}
+
+// ToolResult is one run of a tool (for ib_write_bw, one HCA's loopback): what
+// ran, how long, its verdict when the tool gives one, what it measured,
+// and why it could not run.
+type ToolResult struct {
+	Tool    string   `json:"tool"`
+	Version string   `json:"version,omitempty"`
+	Args    []string `json:"args"`
+	Seconds float64  `json:"seconds"`
+	// Pass is the tool's own verdict: DCGM's (no failed test),
+	// all_reduce_perf's ("Out of bounds values : 0 OK"); nil when it gave
+	// none (ib_write_bw, or a run that failed).
+	Pass *bool `json:"pass,omitempty"`
+	// Values are what was measured, in GB/s (10^9 bytes/s) unless the name
+	// says otherwise: "busbw_gbps_1GiB", "busbw_gbps_16GiB",
+	// "busbw_gbps_avg" (all_reduce_perf, out of place);
+	// "bw_gbps_<hca>" and "bw_gbit_<hca>" (ib_write_bw, Gb/s).
+	Values map[string]float64 `json:"values,omitempty"`
+	// Failed are DCGM's failed tests, one per test and entity, as
+	// "GPU <id>: <test>: <message>" (or "<test>: <message>" when the
+	// failure names no GPU).
+	Failed []string `json:"failed,omitempty"`
+	// Error says why the tool could not run or gave no result (not a
+	// hardware verdict by itself).
+	Error string `json:"error,omitempty"`
 }
 
 // Judge holds every GPU of r to its floors (floors[i] for r.GPUs[i]) and
