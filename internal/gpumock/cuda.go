@@ -3,6 +3,7 @@ package gpumock
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,6 +32,20 @@ type CUDARates struct {
 
 // CUDAFile is where a mock on a fixture root reads its GPUs' CUDA rates.
 func CUDAFile(root host.Root) string { return root.Path("/run/gpuprep-mock/cuda.json") }
+
+// WriteCUDARates makes the fake CUDA driver of a mock on root measure
+// rates, by bus id (nil: every GPU healthy).
+func WriteCUDARates(root host.Root, rates map[string]CUDARates) error {
+	b, err := json.Marshal(rates)
+	if err != nil {
+		return err
+	}
+	p := CUDAFile(root)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, b, 0o644)
+}
 
 // mockRates are a healthy GPU of each mock model: SMs, compute capability
 // and highest SM clock as NVIDIA gives them; bandwidths and FLOP rates

@@ -55,12 +55,7 @@ func (n *standingNode) probe(extra ...string) probeOut {
 // setRates makes the fake CUDA driver measure rates, by bus id.
 func (n *standingNode) setRates(rates map[string]gpumock.CUDARates) {
 	n.t.Helper()
-	b, _ := json.Marshal(rates)
-	p := gpumock.CUDAFile(host.NewRoot(n.root))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		n.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
+	if err := gpumock.WriteCUDARates(host.NewRoot(n.root), rates); err != nil {
 		n.t.Fatal(err)
 	}
 }

@@ -3,10 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,12 +85,7 @@ func TestProbeInSlurm(t *testing.T) {
 // writeCUDARates sets what the mock GPUs' fake CUDA driver measures.
 func writeCUDARates(t *testing.T, root string, rates map[string]gpumock.CUDARates) {
 	t.Helper()
-	b, _ := json.Marshal(rates)
-	p := gpumock.CUDAFile(host.NewRoot(root))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
+	if err := gpumock.WriteCUDARates(host.NewRoot(root), rates); err != nil {
 		t.Fatal(err)
 	}
 }
