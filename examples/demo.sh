@@ -323,22 +323,26 @@ mock:*)
   ;;
 esac
 
-step "GPU speed: gpuprep-health --probe (root, on an idle node; under Slurm it drains the node 'gpuprep: probing' while it runs) measures each GPU through the CUDA driver (here the simulated GPUs' fake one, GPU 3's memory made slow), saves the verdict and acts on it; a job on GPU 3 then fails its prolog; a probe after the repair passes" \
-  "gpuprep-health --probe --no-drain; gpuprep-prolog (job 4249, GPU 3); gpuprep-health --probe --no-drain"
+step "GPU speed: gpuprep-health --probe (root, on an idle node; under Slurm it drains the node 'gpuprep: probing' while it runs) measures each GPU through the CUDA driver (here the simulated GPUs' fake one, the memory of Slurm's GPU $other_gpu made slow), saves the verdict and acts on it; a job on that GPU then fails its prolog; a probe after the repair passes" \
+  "gpuprep-health --probe --no-drain; gpuprep-prolog (job 4249, GPU $other_gpu); gpuprep-health --probe --no-drain"
 if [ "$(id -u)" = 0 ]; then
-  gpu3=$(cd "$root/proc/driver/nvidia/gpus" && ls | sed -n 4p) # the fourth GPU in bus order
-  printf '{"%s": {"copy_gbps": 500}}\n' "$gpu3" >"$root/run/gpuprep-mock/cuda.json"
+  # Slurm's GPU $other_gpu: its gres.conf line's device file, then the GPU of that minor.
+  file=$(grep '^Name=' "$root/etc/slurm/gres.conf" | sed -n "$((other_gpu + 1))p" | sed 's/.*File=\([^ ,]*\).*/\1/')
+  slow=$(grep -l "^Device Minor:[[:space:]]*${file#/dev/nvidia}\$" "$root"/proc/driver/nvidia/gpus/*/information | head -1)
+  slow=$(basename "$(dirname "$slow")")
+  printf '{"%s": {"copy_gbps": 200}}\n' "$slow" >"$root/run/gpuprep-mock/cuda.json"
   rc=0
-  "$bin"/gpuprep-health "${hook[@]}" --probe --no-drain --node dgxh100-01 2>&1 | grep -vE '^peer copy ' || rc=$?
+  "$bin"/gpuprep-health "${hook[@]}" --probe --no-drain --node "$node-01" 2>&1 || rc=$?
   echo "exit status: $rc"
+  [ "$rc" -eq 1 ] # the slow GPU fails the verdict; anything else stops the demo
   echo "what HBM_SLOW says (gpuprep-health --explain HBM_SLOW):"
   "$bin"/gpuprep-health --explain HBM_SLOW | sed 's/^/  /'
   rc=0
-  SLURM_JOB_ID=4249 SLURM_JOB_GPUS=3 "$bin"/gpuprep-prolog "${hook[@]}" >"$spool/out.txt" 2>&1 || rc=$?
-  echo "prolog of job 4249 on GPU 3: exit $rc: $(grep -m1 '^gpuprep-prolog:' "$spool/out.txt")"
+  SLURM_JOB_ID=4249 SLURM_JOB_GPUS=$other_gpu "$bin"/gpuprep-prolog "${hook[@]}" >"$spool/out.txt" 2>&1 || rc=$?
+  echo "prolog of job 4249 on GPU $other_gpu ($slow): exit $rc: $(grep -m1 '^gpuprep-prolog:' "$spool/out.txt")"
   [ "$rc" -ne 0 ] # the slow GPU fails the prolog; a pass stops the demo
   rm "$root/run/gpuprep-mock/cuda.json" # the GPU replaced
-  "$bin"/gpuprep-health "${hook[@]}" --probe --no-drain --node dgxh100-01 2>&1 | grep -E '^verdict|^probe of' || { echo "the probe after the repair failed" >&2; exit 1; }
+  "$bin"/gpuprep-health "${hook[@]}" --probe --no-drain --node "$node-01" 2>&1 | grep -E '^verdict|^probe of' || { echo "the probe after the repair failed" >&2; exit 1; }
 else
   echo "(gpuprep-health --probe needs root: run make demo as root to see it)"
 fi

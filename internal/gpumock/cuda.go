@@ -58,7 +58,7 @@ type mockRates struct {
 func ratesOf(name string) mockRates {
 	switch {
 	case strings.Contains(name, "A100"):
-		return mockRates{108, 8, 0, 1410000, 24, 900, 18e12, 25}
+		return mockRates{108, 8, 0, 1410000, 24, 900, 16e12, 25}
 	case strings.Contains(name, "B200"):
 		return mockRates{148, 10, 0, 1965000, 55, 3500, 65e12, 50}
 	case strings.Contains(name, "H200"):

@@ -1,5 +1,7 @@
 package probe
 
+import "strings"
+
 // Floors are the lowest values one GPU may measure before its verdict
 // fails; a zero floor is not judged.
 type Floors struct {
@@ -56,6 +58,22 @@ var builtHBM = map[string]float64{
 	"NVIDIA L40S":                    864,
 }
 
+// builtHBMOf is the memory bandwidth of a GPU model by its NVML name: the
+// table's entry of that name, else of the longest name it starts with
+// ("NVIDIA B200 180GB HBM3e" is a "NVIDIA B200"); 0 when none.
+func builtHBMOf(name string) float64 {
+	if v, ok := builtHBM[name]; ok {
+		return v
+	}
+	best, v := 0, 0.0
+	for k, bw := range builtHBM {
+		if len(k) > best && strings.HasPrefix(name, k+" ") {
+			best, v = len(k), bw
+		}
+	}
+	return v
+}
+
 // nvlinkGBps is one NVLink's bandwidth one way by compute capability's
 // major version: NVLink 3 (Ampere, 8.x) and 4 (Hopper, 9.x) 25 GB/s,
 // NVLink 5 (Blackwell, 10.x) 50 GB/s.
@@ -99,7 +117,7 @@ func FloorsFor(g GPUResult, m ModelFloors, p Policy) Floors {
 	f.D2HGBps = f.H2DGBps
 	hbm := m.HBMGBps
 	if hbm == 0 {
-		hbm = builtHBM[g.Name]
+		hbm = builtHBMOf(g.Name)
 	}
 	f.HBMGBps = pick(m.MinHBMGBps, p.Fraction*hbm)
 	perLink := m.NVLinkGBps
