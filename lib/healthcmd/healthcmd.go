@@ -90,8 +90,11 @@ gpuprep-health.prom for node_exporter. With --no-drain it leaves
 draining to its caller (LBNL NHC: check_cmd_status -t 45 /usr/sbin/gpuprep-health
 --no-drain). It decides and acts before a state it cannot save stops it:
 that is reported (stderr, log, gpuprep_health_state_saved) with exit 1.
-Exit 0: healthy (or another gpuprep-health runs); 1: a fatal check failed,
-or the state could not be saved; 2: bad input.`
+--probe (root) measures the GPUs' speed on a node no job can use (it
+drains an idle one: "gpuprep: probing"), saves the verdict and acts on it;
+--probe-report compares many nodes' verdicts. Exit 0: healthy (or another
+gpuprep-health runs); 1: a fatal check failed, or the state could not be
+saved; 2: bad input.`
 
 // Main is gpuprep-health, slurmd's HealthCheckProgram. slurmd runs it
 // with no arguments, SLURMD_NODENAME set, and kills it after 60 s. It
