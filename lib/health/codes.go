@@ -8,6 +8,7 @@ import (
 
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/probe"
+	"gpuprep/lib/probetools"
 )
 
 // ActionClass is the class of what an admin does about a failure. The classes
@@ -139,16 +140,16 @@ var checkCodes = []Code{
 	{probe.CodeP2PNoPeer, "probe", ClassFixConfig,
 		"two GPUs with NVLinks cannot use peer access: copies between them go through host memory",
 		"start the fabric manager (NVSwitch systems), check nvidia-smi topo -p2p r, and the IOMMU and ACS settings; then probe again"},
-	{"DCGM_DIAG_FAILED", "probe", ClassInvestigate,
+	{probetools.CodeDCGMDiagFailed, "probe", ClassInvestigate,
 		"a test of DCGM's diagnostic (dcgmi diag -r 2, run with the probes) failed on a GPU",
 		"read the test's message in the verdict's tools section; DCGM's documentation of the test says what to do"},
-	{"ALLREDUCE_SLOW", "probe", ClassCheckHardware,
+	{probetools.CodeAllReduceSlow, "probe", ClassCheckHardware,
 		"nccl-tests' all_reduce_perf over the node's GPUs (run with the probes) moved less than the floor at 16 GiB",
 		"check the NVLinks and NVSwitches (nvidia-smi nvlink -s, the fabric manager), then probe again"},
-	{"ALLREDUCE_WRONG", "probe", ClassContactVendor,
+	{probetools.CodeAllReduceWrong, "probe", ClassContactVendor,
 		"nccl-tests' all_reduce_perf found wrong values: data is corrupted on the way between GPUs",
 		"take the node out of service; run the vendor's diagnostics and contact the vendor"},
-	{"IB_LOOPBACK_SLOW", "probe", ClassCheckHardware,
+	{probetools.CodeIBLoopbackSlow, "probe", ClassCheckHardware,
 		"an HCA's ib_write_bw loopback (run with the probes) moved less than the floor",
 		"check the HCA's PCIe link and firmware (ibstat, mlxlink), then probe again"},
 	{CodeProbeUnknown, "probe", ClassNone,

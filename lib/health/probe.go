@@ -7,6 +7,7 @@ import (
 
 	"gpuprep/lib/config"
 	"gpuprep/lib/probe"
+	"gpuprep/lib/probetools"
 	"gpuprep/lib/state"
 )
 
@@ -18,7 +19,8 @@ const CodeProbeUnknown = "PROBE_UNKNOWN"
 // ProbeCodes are the codes of the probes' findings: a drain for one lifts
 // only on a newer passing verdict.
 var ProbeCodes = []string{probe.CodePCIeSlow, probe.CodeHBMSlow, probe.CodeComputeSlow, probe.CodeP2PSlow,
-	probe.CodeP2PNoPeer, probe.CodeProbeFailed, "DCGM_DIAG_FAILED", "ALLREDUCE_SLOW", "ALLREDUCE_WRONG", "IB_LOOPBACK_SLOW"}
+	probe.CodeP2PNoPeer, probe.CodeProbeFailed, probetools.CodeDCGMDiagFailed, probetools.CodeAllReduceSlow,
+	probetools.CodeAllReduceWrong, probetools.CodeIBLoopbackSlow}
 
 // ProbeFacts is the saved verdict as the checks read it: its header and
 // findings (the measurements are not decoded).

@@ -63,10 +63,24 @@ func probeDue(f *healthFlags, cfg *config.Config, sp *state.Spool, run *healthRu
 	case run.ns.Drained() && !health.ProbeDrain(run.ns.Reason) && run.ns.Reason != ProbingReason:
 		return false // an admin's drain, or gpuprep's for another finding
 	}
+	h := run.Health
+	if h == nil || h.Probe == "" {
+		return verdictDue(sp, cfg.Health.ProbeEvery) // the probe check did not run
+	}
+	if h.ProbeTime == nil {
+		return true // never probed
+	}
+	return h.Probe != probe.StatusPass && h.Probe != probe.StatusFail ||
+		time.Since(*h.ProbeTime) >= cfg.Health.ProbeEvery
+}
+
+// verdictDue reads the saved verdict's header (health.ReadVerdict) where
+// the health checks did not: a probe is due when there is none, or it is
+// older than every; not when it cannot be read.
+func verdictDue(sp *state.Spool, every time.Duration) bool {
 	v, err := health.ReadVerdict(sp)
 	if err != nil || v == nil {
 		return err == nil
 	}
-	return run.Health.Probe != probe.StatusPass && run.Health.Probe != probe.StatusFail ||
-		time.Since(v.Time) >= cfg.Health.ProbeEvery
+	return time.Since(v.Time) >= every
 }
