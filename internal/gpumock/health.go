@@ -46,6 +46,7 @@ func installHealth(d *server.Device, root host.Root) {
 			_ = json.Unmarshal(b, &f) // a test's file; garbage means no faults
 		}
 	}
+	installFileCounters(d, root)
 	SetFaults(d, f)
 }
 
@@ -73,7 +74,8 @@ func SetFaults(d *server.Device, f Faults) {
 		return ps, nvml.SUCCESS
 	}
 	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
-	d.GetFieldValuesFunc = func(vs []nvml.FieldValue) nvml.Return { return fieldValues(vs, f) }
+	next := d.GetFieldValuesFunc // the counters (counters.go)
+	d.GetFieldValuesFunc = func(vs []nvml.FieldValue) nvml.Return { return fieldValues(vs, f, next) }
 	if f.NVLinksDown > 0 && d.GetNvLinkStateFunc != nil {
 		state := d.GetNvLinkStateFunc
 		d.GetNvLinkStateFunc = func(l int) (nvml.EnableState, nvml.Return) {
@@ -88,11 +90,16 @@ func SetFaults(d *server.Device, f Faults) {
 
 // fieldValues answers nvmlDeviceGetFieldValues as the driver does: each
 // value's own return code, NOT_SUPPORTED for a field the mock does not
-// keep. It keeps NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, an unsigned int.
-func fieldValues(vs []nvml.FieldValue, f Faults) nvml.Return {
+// keep. It answers NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, an unsigned int,
+// and passes the other fields down to next (the counters' layer).
+func fieldValues(vs []nvml.FieldValue, f Faults, next func([]nvml.FieldValue) nvml.Return) nvml.Return {
+	passDown(vs, next)
 	for i := range vs {
 		v := &vs[i]
-		if v.FieldId != nvml.FI_DEV_GET_GPU_RECOVERY_ACTION || f.RecoveryUnsupported {
+		if v.FieldId != nvml.FI_DEV_GET_GPU_RECOVERY_ACTION {
+			continue
+		}
+		if f.RecoveryUnsupported {
 			v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 			continue
 		}

@@ -9,19 +9,34 @@
 // state). It skips nvmlShutdown, as process exit frees NVML. See
 // docs/BENCHMARKS.md.
 //
+// --counters instead times the backend's read of a job's cumulative
+// counters (lib/gpu/nvmlgpu's Counters: one nvmlDeviceGetFieldValues call)
+// on each given GPU, or every GPU, one after the other: the first read
+// (which opens the GPU's handle) and the median of --reads more; then the
+// values, the counters missing, and each field as the driver answered it.
+// There --by index takes gpuprep's index (PCI bus order).
+//
 //	nvmlprobe [--by bus|index] [--all] 0000:18:00.0 0000:2a:00.0 ...
 //	nvmlprobe --by index 0 1
 //	nvmlprobe --health [--nvlinks] 0000:18:00.0 0000:2a:00.0 ...
+//	nvmlprobe --counters [--reads 20] [0000:18:00.0 ...]
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/pflag"
+
+	"gpuprep/lib/gpu"
+	"gpuprep/lib/gpu/nvmlgpu"
+	"gpuprep/lib/host"
 )
 
 func main() {
@@ -29,7 +44,16 @@ func main() {
 	all := pflag.Bool("all", false, "also read compute mode, application clocks and power limit")
 	health := pflag.Bool("health", false, "read what the health checks read instead")
 	nvlinks := pflag.Bool("nvlinks", false, "with --health: also every NVLink's state")
+	counters := pflag.Bool("counters", false, "time the read of the cumulative counters instead")
+	reads := pflag.Int("reads", 20, "with --counters: reads after the first, for the median")
 	pflag.Parse()
+	if *counters {
+		if err := probeCounters(pflag.Args(), *by, *reads); err != nil {
+			fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
 		fmt.Fprintln(os.Stderr, "nvmlprobe: init:", nvml.ErrorString(ret))
 		os.Exit(1)
@@ -110,4 +134,99 @@ func readHealth(h nvml.Device, nvlinks bool) {
 			return
 		}
 	}
+}
+
+// probeCounters opens the nvml backend light, as the prolog and epilog do,
+// and times Counters on each GPU of args (every GPU when none).
+func probeCounters(args []string, by string, reads int) error {
+	start := time.Now()
+	b, err := nvmlgpu.Open(host.NewRoot("/"))
+	if err != nil {
+		return err
+	}
+	b.Light()
+	devs, err := b.Devices()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("open and list %d GPUs: %v\n", len(devs), time.Since(start).Round(time.Microsecond))
+	if len(args) == 0 {
+		for _, d := range devs {
+			args = append(args, d.BusID)
+		}
+	}
+	for _, arg := range args {
+		d, err := findGPU(devs, arg, by)
+		if err != nil {
+			return err
+		}
+		if err := timeCounters(b, d, reads); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findGPU is the GPU arg names: a bus id, or with by "index" gpuprep's index.
+func findGPU(devs []gpu.Device, arg, by string) (gpu.Device, error) {
+	for _, d := range devs {
+		if (by == "index" && strconv.Itoa(d.Index) == arg) || (by != "index" && d.BusID == gpu.CanonicalBusID(arg)) {
+			return d, nil
+		}
+	}
+	return gpu.Device{}, fmt.Errorf("no GPU %s", arg)
+}
+
+// timeCounters times the first Counters read of d and the median of reads
+// more, and prints what the last read and the driver's fields say.
+func timeCounters(b *nvmlgpu.NVML, d gpu.Device, reads int) error {
+	t := time.Now()
+	cs, err := b.Counters(d.Index)
+	first := time.Since(t)
+	if err != nil {
+		return err
+	}
+	times := make([]time.Duration, max(reads, 1))
+	for k := range times {
+		t = time.Now()
+		if cs, err = b.Counters(d.Index); err != nil {
+			return err
+		}
+		times[k] = time.Since(t)
+	}
+	slices.Sort(times)
+	fmt.Printf("GPU %d %s %s: Counters first %v (opens the handle), median of %d %v (min %v, max %v)\n",
+		d.Index, d.BusID, d.Name, first.Round(time.Microsecond), len(times), times[len(times)/2].Round(time.Microsecond),
+		times[0].Round(time.Microsecond), times[len(times)-1].Round(time.Microsecond))
+	for _, c := range gpu.AllCounters {
+		if v, ok := cs.Values[c]; ok {
+			fmt.Printf("  %-18s %d\n", c, v)
+		}
+	}
+	fmt.Printf("  missing: %v\n", cs.Missing)
+	return printFields(b.Interface(), d)
+}
+
+// printFields reads the counters' fields once more, straight from NVML, and
+// prints each as the driver answers it: return code, value type, raw value
+// and latency; then nvmlDeviceGetTotalEnergyConsumption.
+func printFields(lib nvml.Interface, d gpu.Device) error {
+	h, ret := lib.DeviceGetHandleByPciBusId(d.BusID)
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("GPU %s: %s", d.BusID, nvml.ErrorString(ret))
+	}
+	vs := make([]nvml.FieldValue, len(gpu.AllCounters))
+	for i, c := range gpu.AllCounters {
+		vs[i].FieldId, _ = nvmlgpu.CounterField(c)
+	}
+	if ret = h.GetFieldValues(vs); ret != nvml.SUCCESS {
+		return fmt.Errorf("GPU %s: field values: %s", d.BusID, nvml.ErrorString(ret))
+	}
+	for i, v := range vs {
+		fmt.Printf("  field %3d %-18s %-24s type %d raw %#x latency %d us\n", v.FieldId, gpu.AllCounters[i],
+			nvml.ErrorString(nvml.Return(v.NvmlReturn)), v.ValueType, binary.NativeEndian.Uint64(v.Value[:]), v.LatencyUsec)
+	}
+	e, ret := h.GetTotalEnergyConsumption()
+	fmt.Printf("  nvmlDeviceGetTotalEnergyConsumption: %d mJ (%s)\n", e, nvml.ErrorString(ret))
+	return nil
 }
