@@ -21,6 +21,7 @@ type mockSaved struct {
 	LockedMax   uint32 `json:"locked_max_mhz"`
 	Power       uint32 `json:"power_mw"`
 	ECCPending  int    `json:"ecc_pending"`
+	Accounting  int    `json:"accounting"`
 }
 
 // attach makes the state persistent in file, loading what an earlier
@@ -39,7 +40,7 @@ func (s *mockState) attach(file string) {
 	}
 	s.persistence, s.compute = nvml.EnableState(v.Persistence), nvml.ComputeMode(v.Compute)
 	s.appSM, s.appMem, s.lockedMin, s.lockedMax, s.power = v.AppSM, v.AppMem, v.LockedMin, v.LockedMax, v.Power
-	s.eccPend = nvml.EnableState(v.ECCPending)
+	s.eccPend, s.accounting = nvml.EnableState(v.ECCPending), nvml.EnableState(v.Accounting)
 }
 
 // saveLocked writes the state atomically; the caller holds s.mu.
@@ -48,7 +49,7 @@ func (s *mockState) saveLocked() {
 		return
 	}
 	b, _ := json.Marshal(mockSaved{Persistence: int(s.persistence), Compute: int(s.compute), AppSM: s.appSM, AppMem: s.appMem,
-		LockedMin: s.lockedMin, LockedMax: s.lockedMax, Power: s.power, ECCPending: int(s.eccPend)})
+		LockedMin: s.lockedMin, LockedMax: s.lockedMax, Power: s.power, ECCPending: int(s.eccPend), Accounting: int(s.accounting)})
 	if err := os.MkdirAll(filepath.Dir(s.file), 0o755); err != nil {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 // (a clock or power limit out of range: INVALID_ARGUMENT). It starts as a
 // freshly booted data-centre GPU: persistence on, compute mode default,
 // default application clocks, no locked clocks, default power limit, ECC on,
-// no errors.
+// no errors, accounting off (accounting.go).
 type mockState struct {
 	mu sync.Mutex
 	m  mockModel
@@ -23,6 +23,7 @@ type mockState struct {
 	lockedMin, lockedMax uint32 // 0, 0: not locked
 	power                uint32
 	eccCur, eccPend      nvml.EnableState
+	accounting           nvml.EnableState
 	file                 string // where settings persist; "" keeps them in memory (mock_persist.go)
 }
 
@@ -50,7 +51,8 @@ func (s *mockState) lock(f func() nvml.Return) nvml.Return {
 	return r
 }
 
-// install sets the device's settings, clock, power, ECC and health funcs.
+// install sets the device's settings, clock, power, ECC, accounting and
+// health funcs.
 func (s *mockState) install(d *server.Device) {
 	d.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) {
 		s.mu.Lock()
@@ -83,6 +85,7 @@ func (s *mockState) install(d *server.Device) {
 	s.installClocks(d)
 	s.installPower(d)
 	s.installECC(d)
+	s.installAccounting(d)
 }
 
 // installClocks: application clocks (get, default, set, reset) and locked

@@ -114,6 +114,7 @@ var mockFieldKnobs = map[string]string{
 	"locked_min_mhz": "gpu_locked_clocks_mhz",
 	"locked_max_mhz": "gpu_locked_clocks_mhz",
 	"power_mw":       "gpu_power_limit_w",
+	"accounting":     "gpu_accounting",
 }
 
 // KnobOf names the knob (lib/knob's configuration key) that writes the file

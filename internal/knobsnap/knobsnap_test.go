@@ -377,7 +377,7 @@ func otherValue(t *testing.T, k knob.Knob, cur knob.Value) (knob.Value, bool) {
 		settings = []string{"always", "never", "madvise"}
 	case "vm_swappiness", "vm_dirty_ratio", "vm_dirty_background_ratio", "vm_zone_reclaim_mode", "kernel_numa_balancing":
 		settings = []string{"1", "2", "0", "3"}
-	case "gpu_persistence":
+	case "gpu_persistence", "gpu_accounting":
 		settings = []string{"off", "on"}
 	case "gpu_compute_mode":
 		settings = []string{"exclusive_process", "prohibited", "default"}

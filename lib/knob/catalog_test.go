@@ -21,7 +21,7 @@ var everySetting = map[string]string{
 	"cstate_max_latency_us": "10", "thp_enabled": "never", "thp_defrag": "defer+madvise",
 	"vm_swappiness": "10", "vm_dirty_ratio": "40", "vm_dirty_background_ratio": "5",
 	"vm_zone_reclaim_mode": "1", "kernel_numa_balancing": "0",
-	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process",
+	"gpu_persistence": "off", "gpu_compute_mode": "exclusive_process", "gpu_accounting": "on",
 	"gpu_locked_clocks_mhz": "1980,1980", "gpu_app_clocks_mhz": "2619,1980", "gpu_power_limit_w": "500",
 	"housekeeping_cpus": "0-3", "irq_affinity": "on", "mps": "on",
 }
