@@ -214,3 +214,24 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// AllowTraverse lets every user pass through the spool directory (mode
+// 0711, from 0700) to the job evidence under it (<state_dir>/jobs, whose
+// records their jobs' users read). Nothing else opens up: the spool's
+// own files are 0600 and its names cannot be listed.
+func (s *Spool) AllowTraverse() error {
+	if err := s.writable("chmod", "."); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(s.d.FD(), &st); err != nil {
+		return fmt.Errorf("state dir %s: stat: %w", s.dir, err)
+	}
+	if st.Mode&0o111 == 0o111 {
+		return nil
+	}
+	if err := unix.Fchmod(s.d.FD(), (st.Mode&0o7777)|0o111); err != nil {
+		return fmt.Errorf("state dir %s: chmod o+x: %w", s.dir, err)
+	}
+	return nil
+}
