@@ -34,6 +34,7 @@ type Config struct {
 	MIG       MIGSection               `toml:"mig"`
 	Health    HealthSection            `toml:"health"`
 	Isolation IsolationSection         `toml:"isolation"`
+	Evidence  EvidenceSection          `toml:"evidence"`
 	Srunwrap  srunconf.SrunwrapSection `toml:"srunwrap"`
 	NCCL      srunconf.NCCLSection     `toml:"nccl"`
 
@@ -110,6 +111,15 @@ type IsolationSection struct {
 	// interrupts (a key of earlier releases, documented as not
 	// implemented).
 	IRQs bool `toml:"irqs"`
+}
+
+// EvidenceSection is [evidence]: the per-job record of what the job's GPUs
+// did (energy, throttling, errors), written by the epilog to
+// <state_dir>/jobs/<jobid>-<start>.json (lib/evidence).
+type EvidenceSection struct {
+	Enabled  bool `toml:"enabled"`   // read the job's GPUs' counters at both ends and write the record
+	KeepDays int  `toml:"keep_days"` // records older than this are removed (oldest first); 0: kept whatever their age
+	KeepMB   int  `toml:"keep_mb"`   // the records together take at most this many MiB; 0: no bound
 }
 
 // Tristate is true, false or "auto".

@@ -53,6 +53,7 @@ func validate(c *Config) problems {
 	checkMIG(&c.MIG, &ps)
 	checkHealth(&c.Health, c.General.Deadline, &ps)
 	checkIsolation(&c.Isolation, &ps)
+	checkEvidence(&c.Evidence, &ps)
 	checkSrunwrap(&c.Srunwrap, &ps)
 	checkNCCL(&c.NCCL, &ps)
 	checkKnobs(c.Defaults, knobsType, []string{"defaults"}, &ps)
@@ -203,6 +204,21 @@ func checkIsolation(s *IsolationSection, ps *problems) {
 	if s.IRQs {
 		key := []string{"isolation", "irqs"}
 		ps.add(key, "%s = true: interrupts are placed by the profile knob irq_affinity = true (shared by the jobs on the node, with housekeeping_cpus from the same profile); remove irqs from [isolation]", formatKey(key))
+	}
+}
+
+// maxKeepDays and maxKeepMB bound [evidence]'s retention: ten years, 1 TiB.
+const (
+	maxKeepDays = 3650
+	maxKeepMB   = 1 << 20
+)
+
+func checkEvidence(s *EvidenceSection, ps *problems) {
+	if k := []string{"evidence", "keep_days"}; s.KeepDays < 0 || s.KeepDays > maxKeepDays {
+		ps.add(k, "%s = %d: want 0 (kept whatever their age) to %d days", formatKey(k), s.KeepDays, maxKeepDays)
+	}
+	if k := []string{"evidence", "keep_mb"}; s.KeepMB < 0 || s.KeepMB > maxKeepMB {
+		ps.add(k, "%s = %d: want 0 (no bound) to %d MiB", formatKey(k), s.KeepMB, maxKeepMB)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gpuprep/lib/drift"
+	"gpuprep/lib/evidence"
 	"gpuprep/lib/knobval"
 	"gpuprep/lib/plural"
 	"gpuprep/lib/slurm"
@@ -76,6 +77,10 @@ type Report struct {
 	Files    []File `json:"files"`     // in the order read
 	Knobs    []Knob `json:"knobs"`     // the most records first
 	TopNodes []Node `json:"top_nodes"` // the most records first, at most top
+	// JobGPUs are the GPUs of the job evidence records read beside the
+	// drift files (gpuprep-epilog --report --from), the most throttled
+	// first; none when there were none.
+	JobGPUs []evidence.FleetGPU `json:"job_gpus,omitempty"`
 }
 
 // Fleet gathers the records of many drift files; its zero value is empty.

@@ -31,11 +31,16 @@ func Epilog(ctx context.Context, opts *Options) (*Outcome, error) {
 		return out, checkHealth(ctx, o, out, "epilog", nil, len(o.Job.GPUs) == 0, held)
 	}
 	out.Profile = rec.Profile
+	end := endEvidence(o, s, rec) // before restoring: the job's settings are still in force
 	if err := releaseJob(ctx, o, s, rec, out, false); err != nil {
 		return out, err
 	}
 	// After the restore: a failing check never keeps the job's settings.
-	return out, checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true, held)
+	err = checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true, held)
+	if end != nil {
+		writeEvidence(o, finishedEvidence(o, rec, end, out), out)
+	}
+	return out, err
 }
 
 // gpusByUUID picks the job's GPUs by UUID (indexes may differ after a reboot).

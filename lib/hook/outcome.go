@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"gpuprep/lib/evidence"
 	"gpuprep/lib/health"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
@@ -42,6 +43,12 @@ type Outcome struct {
 	// "unchanged" (nodedesc.go). Prolog only.
 	Notices         []string `json:"notices,omitempty"`
 	NodeDescription string   `json:"node_description,omitempty"`
+	// Evidence is the job's evidence record written by this run
+	// (<state_dir>/jobs/<name>), "" when none was.
+	Evidence string `json:"evidence,omitempty"`
+	// EvidenceRecord is the finished job's evidence the epilog wrote, for
+	// the node's metrics; nil for a running job's.
+	EvidenceRecord *evidence.Record `json:"-"`
 }
 
 // DriftFound is a knob whose value changed under the job.

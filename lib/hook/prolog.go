@@ -92,7 +92,14 @@ func prologFor(ctx context.Context, o *run, sel config.Selection, fallback strin
 	if err := checkDeadline(ctx, "applying the profile"); err != nil {
 		return out, err
 	}
-	return out, applyProlog(o, s, out, knobs, p, before, jobRecord(o, s, out, j, knobs, p))
+	rec := jobRecord(o, s, out, j, knobs, p)
+	if err := applyProlog(o, s, out, knobs, p, before, rec); err != nil {
+		return out, err
+	}
+	if rec.Evidence != nil {
+		writeEvidence(o, evidenceRecord(o, rec), out)
+	}
+	return out, nil
 }
 
 // resolveJob resolves the profile the job gets (config.JobProfile) and
@@ -140,7 +147,7 @@ func fixMIGLayout(ctx context.Context, o *run, s *spoolState, out *Outcome, j *p
 
 // jobRecord is what the job's record keeps for its epilog.
 func jobRecord(o *run, s *spoolState, out *Outcome, j *prologJob, knobs map[string]knob.Knob, p *plan.Plan) *JobRecord {
-	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, Profile: j.sel.Profile, Started: o.now(), BootID: s.bootID,
+	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, UID: o.Job.UID, Profile: j.sel.Profile, Started: o.now(), BootID: s.bootID,
 		Holds: p.Holds, Invariants: invariants(knobs, j.prof, jobScopes(j.tuned)), Fallback: j.fallback}
 	for _, g := range j.gpus {
 		rec.GPUs = append(rec.GPUs, g.UUID)
@@ -229,6 +236,7 @@ func applyProlog(o *run, s *spoolState, out *Outcome, knobs map[string]knob.Knob
 	node := s.node.clone()
 	node.Baseline = p.State.Baseline
 	if len(p.Changes) == 0 {
+		startEvidence(o, s, rec)
 		return commitUnchanged(o, s, node, before, rec)
 	}
 	if err := writeJournal(o.Spool, &Journal{Op: opProlog, Job: out.Job, BootID: s.bootID, Started: o.now(), Changes: p.Changes, NodeBefore: s.node, JobBefore: before}); err != nil {
@@ -246,6 +254,7 @@ func applyProlog(o *run, s *spoolState, out *Outcome, knobs map[string]knob.Knob
 	rec.Holds = keepDone(p.Holds, p.Changes, done)
 	out.Holds = rec.Holds
 	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
+	startEvidence(o, s, rec) // after applying: the job's settings are in force
 	if err := commit(o.Spool, node, out.Job, rec); err != nil {
 		return nodeErrorf("spool: %v", err)
 	}
@@ -259,6 +268,7 @@ func commitUnchanged(o *run, s *spoolState, node NodeFile, before, rec *JobRecor
 	rec.Baseline = baselineOf(rec.Holds, node.Baseline)
 	if before != nil && reflect.DeepEqual(before.Holds, rec.Holds) && reflect.DeepEqual(before.GPUs, rec.GPUs) &&
 		before.Profile == rec.Profile && maps.Equal(s.node.Baseline, node.Baseline) && !s.dirty {
+		rec.Evidence, rec.EvidenceShared = before.Evidence, before.EvidenceShared
 		return nil // the same job's prolog again: nothing at all to do
 	}
 	if s.dirty || !maps.Equal(s.node.Baseline, node.Baseline) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gpuprep/lib/drift"
+	"gpuprep/lib/evidence"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
 	"gpuprep/lib/state"
@@ -81,6 +82,13 @@ type JobRecord struct {
 	// Fallback says why the job got another profile than it asked for
 	// ("" when it got its own), for the user to see.
 	Fallback string `json:"fallback,omitempty"`
+	// UID is SLURM_JOB_UID: the job's evidence file is readable by it.
+	UID int `json:"uid,omitempty"`
+	// Evidence is the counters of the job's GPUs after the prolog applied
+	// its settings ([evidence]; nil: off, or a job without GPUs), and
+	// EvidenceShared why a GPU was not the job's alone then (evidence.go).
+	Evidence       *evidence.Snapshot  `json:"evidence,omitempty"`
+	EvidenceShared map[string][]string `json:"evidence_shared,omitempty"`
 }
 
 // Journal is written before a run changes any knob: the changes it is about

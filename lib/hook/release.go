@@ -55,6 +55,9 @@ func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out 
 		// A dead job's epilog never ran: its notices go as they would
 		// have then (this run's own job's go after its epilog).
 		forgetJobNotices(o, rec.Job)
+		if rec.Evidence != nil {
+			writeEvidence(o, abandonedEvidence(o, rec, "the job's epilog never ran"), out)
+		}
 	}
 	return err
 }

@@ -203,6 +203,9 @@ func (s *spoolState) dropBootStale(o *run, out *Outcome) error {
 	}
 	s.dirty = false
 	for _, job := range s.bootStale {
+		if rec := s.jobs[job]; rec != nil && rec.Evidence != nil {
+			writeEvidence(o, abandonedEvidence(o, rec, "the node rebooted while the job ran"), out)
+		}
 		if err := o.Spool.Remove(jobFile(job)); err != nil {
 			return nodeErrorf("spool: %v", err)
 		}

@@ -29,6 +29,7 @@ func newFlagSet(op string, f *flags, stderr io.Writer) *pflag.FlagSet {
 	}
 	if op == "epilog" {
 		fs.BoolVar(&f.report, "report", false, "print the drift history and exit")
+		fs.StringVar(&f.job, "job", "", "with --report: what job `ID`'s GPUs did on this node (its evidence), so far while it runs")
 		fs.DurationVar(&f.since, "since", 0, "with --report: only records newer than this (e.g. 24h)")
 		fs.StringArrayVar(&f.fleet.from, "from", nil, "with --report: a fleet summary of the drift files `PATH` names instead of this node's spool; repeatable; PATH is "+fleet.Layout)
 		fs.IntVar(&f.fleet.top, "top", fleet.DefaultTop, "with --report --from: how many nodes TOP NODES lists (0: all)")

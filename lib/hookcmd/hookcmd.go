@@ -41,6 +41,7 @@ type flags struct {
 	constraints string
 	comment     string
 	report      bool
+	job         string // --report --job: the job's evidence (evidence.go)
 	since       time.Duration
 	fleet       fleetFlags // --report --from (report.go)
 	health      bool
@@ -125,6 +126,8 @@ func openLogs(op, prog string, f *flags, cfg *config.Config, getenv func(string)
 // (--report), or the hook itself, and returns its exit code.
 func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, getenv func(string) string, stdout, stderr io.Writer) int {
 	switch {
+	case f.job != "":
+		return jobReport(f, cfg, stdout, stderr, prog) // reads the job's evidence only
 	case f.fleet.asked():
 		return fleetReport(ctx, f, stdout, stderr, prog) // reads --from only: no spool
 	case f.report:
@@ -270,6 +273,7 @@ may run; 1: a node problem (first stderr line: the reason); 2: bad input.
 	return `usage: gpuprep-epilog [flags]
        gpuprep-epilog --report [--since 24h] [--json]
        gpuprep-epilog --report --from PATH [--from PATH ...] [--since 24h] [--top N] [--json]
+       gpuprep-epilog --report --job ID [--from PATH ...] [--json]
 
 Slurm Epilog (Epilog= in slurm.conf): records drift of every knob the prolog
 set, and restores the node's baseline when the last job using a knob ends.
@@ -280,7 +284,13 @@ most records. PATH is a drift file (<node>.jsonl, <node>.drift.jsonl or
 <node>/drift.jsonl), a node's directory holding drift.jsonl, or a directory
 of <node>.jsonl files and <node>/ directories holding drift.jsonl (one level;
 names starting with "." are left out). A record's own node wins over the
-name. Exit codes as for gpuprep-prolog.`
+name; the evidence records among PATHs (<jobid>-<start>.json, or a
+node's jobs/ directory) add each GPU's share of job time throttled and
+its energy per GPU-hour. --report --job ID prints what job ID's GPUs did
+on this node (energy, throttling, errors, settings, drift), so far while
+it runs; anyone may run it, and the job's user can read their own job's
+record; with --from it merges the job's parts collected from many nodes.
+Exit codes as for gpuprep-prolog.`
 }
 
 // jobFromEnvAndFlags reads the job from Slurm's environment, with the --job-*

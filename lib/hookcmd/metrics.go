@@ -14,7 +14,8 @@ import (
 )
 
 // recordMetrics updates this hook's counters in the spool (drift events by
-// knob, dead jobs, profile fallbacks, the health checks and Xids, this
+// knob, dead jobs, profile fallbacks, the health checks and Xids, what the
+// finished job's GPUs did (its evidence), this
 // run's duration and status) and writes them, with gpuprep_build_info, to
 // node_exporter's textfile directory as gpuprep-<op>.prom (textfile.Write).
 // Called under the node lock; failures are only logged.
@@ -36,6 +37,9 @@ func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, 
 			}
 			if out.Health != nil {
 				textfile.AddHealth(m, out.Health, time.Now())
+			}
+			if r := out.EvidenceRecord; r != nil {
+				textfile.AddEvidence(m, *r, textfile.EvidenceLabels(*r)) // once: this run wrote it
 			}
 		}
 		m.SetRun(op, time.Now(), d, runErr == nil)

@@ -12,6 +12,7 @@ import (
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
+	"gpuprep/lib/evidence"
 	"gpuprep/lib/fleet"
 )
 
@@ -64,9 +65,12 @@ func (ff *fleetFlags) asked() bool {
 }
 
 // fleetReport is gpuprep-epilog --report --from PATH...: one summary of the
-// drift files PATH names (fleet.Files), as tables or JSON. It opens no
-// spool. A PATH that does not exist or names no drift file is bad input
-// (exit 2); unreadable lines are skipped, one warning per file on stderr.
+// drift files PATH names (fleet.Files) and of the job evidence records
+// among them (evidence.Fleet: each GPU's share of job time throttled, its
+// energy per GPU-hour), as tables or JSON. It opens no spool. A PATH that
+// does not exist, or a set of PATHs naming neither drift files nor
+// evidence, is bad input (exit 2); unreadable lines and records are
+// skipped, with warnings on stderr.
 func fleetReport(ctx context.Context, f *flags, stdout, stderr io.Writer, prog string) int {
 	bad := func(err error) int { return cli.Fail(stderr, prog, cli.ExitBadInput, err) }
 	switch {
@@ -82,9 +86,14 @@ func fleetReport(ctx context.Context, f *flags, stdout, stderr io.Writer, prog s
 		// without it: refuse rather than leave those nodes out.
 		return bad(fmt.Errorf("unexpected argument %q: give each path its own --from", args[0]))
 	}
+	recs := readFleetEvidence(f, stderr, prog)
 	fl, err := fleet.Read(ctx, f.fleet.from, sinceTime(f))
-	if err != nil {
+	switch {
+	case err != nil && len(recs) == 0:
 		return bad(fmt.Errorf("--from %w", err))
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: warning: no drift summary: --from %v\n", prog, err)
+		fl = &fleet.Fleet{}
 	}
 	rep := fl.Report(f.fleet.top)
 	for _, file := range rep.Files {
@@ -92,13 +101,27 @@ func fleetReport(ctx context.Context, f *flags, stdout, stderr io.Writer, prog s
 			fmt.Fprintf(stderr, "%s: warning: %s\n", prog, file.Skipped.In(file.Path))
 		}
 	}
+	rep.JobGPUs = evidence.Fleet(recs)
 	if f.common.JSON {
 		err = fleet.WriteReportJSON(stdout, rep)
 	} else {
-		err = fleet.WriteReport(stdout, rep)
+		err = writeFleetText(stdout, rep, f.fleet.top)
 	}
 	if err != nil {
 		return cli.Fail(stderr, prog, cli.ExitMismatch, err)
 	}
 	return cli.ExitOK
+}
+
+// writeFleetText is the fleet report as tables: the drift summary, then
+// (where --from held job evidence) the GPUs that throttled jobs most.
+func writeFleetText(w io.Writer, rep fleet.Report, top int) error {
+	if err := fleet.WriteReport(w, rep); err != nil {
+		return err
+	}
+	if len(rep.JobGPUs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return evidence.WriteFleet(w, rep.JobGPUs, top)
 }

@@ -70,6 +70,9 @@ type Metrics struct {
 	// read it (probe.go); nil when it read none (the probe check off, or
 	// a state saved before the probes).
 	Probe *ProbeState `json:"probe,omitempty"`
+	// JobGPUs are the finished jobs' GPUs' figures from their evidence,
+	// counted by the epilog, by GPU UUID (evidence.go).
+	JobGPUs map[string]JobGPU `json:"job_gpus,omitempty"`
 }
 
 // AddFallback counts one job that fell back from profile.

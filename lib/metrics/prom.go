@@ -113,6 +113,7 @@ func Format(hook, hostname string, m Metrics, build Build) []byte {
 	}
 	formatHealth(&b, hook, hostname, m)
 	formatProbe(&b, hook, hostname, m)
+	formatJobGPUs(&b, hook, hostname, m)
 	return b.Bytes()
 }
 
