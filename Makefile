@@ -129,7 +129,7 @@ gpunode-kit: $(BINS)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/gpunode/bin/topocheck ./test/topocheck
 	cp $(BINS) bin/gpunode/bin/
 	$(GO) test -c -trimpath -o bin/gpunode/bin/cuda.test ./lib/cuda
-	cp test/gpunode/run.sh test/gpunode/allreduce.py test/gpunode/times.py test/gpunode/mps.py test/gpunode/mps-proof.sh test/gpunode/probe-proof.sh test/gpunode/probe_torch.py bin/gpunode/
+	cp test/gpunode/run.sh test/gpunode/allreduce.py test/gpunode/times.py test/gpunode/mps.py test/gpunode/mps-proof.sh test/gpunode/probe-proof.sh test/gpunode/probe_torch.py test/gpunode/evidence-proof.sh test/gpunode/evidence_power.py bin/gpunode/
 	if [ -f ../shared/tools/capture-root.sh ]; then cp ../shared/tools/capture-root.sh bin/gpunode/; fi
 	tar czf bin/gpunode-kit.tgz -C bin gpunode
 

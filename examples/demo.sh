@@ -156,7 +156,7 @@ scope="$root/sys/fs/cgroup/system.slice/slurmstepd.scope"
 mkdir -p "$scope"
 hook=(--root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --state-dir "$spool/state")
 # What slurmd gives the hooks for job 4242 on GPUs 0 and 1:
-export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0,1 SLURMD_NODENAME=dgxh100-01
+export SLURM_JOB_ID=4242 SLURM_JOB_USER=alice SLURM_JOB_UID=65534 SLURM_JOB_GPUS=0,1 SLURMD_NODENAME=dgxh100-01
 gov="$root/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
 
 step "The node line with CpuSpecList=: Slurm keeps job tasks off the housekeeping CPUs that gpuprep confines services to" \
@@ -166,6 +166,16 @@ step "The node line with CpuSpecList=: Slurm keeps job tasks off the housekeepin
 step "Before installing a config: is it valid, and would the prolog pass on this node (profiles against its GPUs, each GPU's MIG layout, health)?" \
   "gpuprep-prolog --check-config"
 "$bin"/gpuprep-prolog --root "$root" --gpu-backend "$backend" --config "$spool/gpuprep.toml" --check-config 2>&1
+
+# The simulated GPUs at work from now on (the mock's counters run at these
+# rates, so the prolog and the epilog read a plausible job whenever they
+# run): GPU 0 draws 690 W and sits at its power limit 34% of the time,
+# GPU 1 draws 410 W and is held down by heat (hardware slowdown) 12%.
+uuid_of() { sed -n 's/^GPU UUID:[[:space:]]*//p' "$root/proc/driver/nvidia/gpus/$(cd "$root/proc/driver/nvidia/gpus" && ls | sed -n "$(($1 + 1))p")/information"; }
+since=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+mkdir -p "$root/run/gpuprep-mock"
+printf '{"rates": {"energy_mj": 690000, "power_cap_ns": 340000000}, "since": "%s"}\n' "$since" >"$root/run/gpuprep-mock/$(uuid_of 0).counters.json"
+printf '{"rates": {"energy_mj": 410000, "hw_thermal_ns": 120000000}, "since": "%s"}\n' "$since" >"$root/run/gpuprep-mock/$(uuid_of 1).counters.json"
 
 step "Job 4242 starts: the prolog's plan for the default profile" "gpuprep-prolog --dry-run"
 quiet "$bin"/gpuprep-prolog "${hook[@]}" --dry-run
@@ -208,6 +218,13 @@ step "Job 4242 ends: the epilog records the drift and restores the baseline" "gp
 echo "cpu0 governor after:  $(cat "$gov")"
 echo "cron.service cpuset.cpus after: '$(cat "$cg/system.slice/cron.service/cpuset.cpus")' (every CPU again)"
 echo "IRQ 100 after: $(cat "$root/proc/irq/100/smp_affinity_list"); /run/gpuprep/irq-placed: $([ -e "$root/run/gpuprep/irq-placed" ] && echo left || echo removed)"
+
+step "Job 4242's user asks what its GPUs did (as the user, no root: the record is root's, readable by the job's uid through an ACL entry)" \
+  "gpuprep-epilog --report --job 4242"
+chmod 755 "$spool" && chmod 644 "$spool/gpuprep.toml" # as /etc/gpuprep is
+as_user=(setpriv --reuid="$SLURM_JOB_UID" --regid="$SLURM_JOB_UID" --clear-groups)
+"${as_user[@]}" "$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report --job 4242 | sed -n '/^GPUs/,$p'
+echo "another user (uid 65533) reading it: $("${as_user[@]/$SLURM_JOB_UID/65533}" "$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --state-dir "$spool/state" --report --job 4242 2>&1 >/dev/null | head -1 | cut -c1-150)"
 
 step "Job 4243 (sbatch --comment gpuprep=turbo, a profile this site does not have) starts on GPU 2" \
   "gpuprep-prolog (job 4243)"
@@ -370,10 +387,14 @@ step "Whoever is on call for the fleet: the drift files of many nodes, collected
   "gpuprep-epilog --report --from examples/fleet-drift"
 "$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --report --from examples/fleet-drift
 
+step "Whoever is on call: which GPUs slow their jobs down? The evidence records beside the drift (here this node's; --from takes collected nodes' directories)" \
+  "gpuprep-epilog --report --from /var/lib/gpuprep"
+"$bin"/gpuprep-epilog --config "$spool/gpuprep.toml" --report --from "$spool/state" | sed -n '/^Fleet:/,$p'
+
 step "Metrics for node_exporter's textfile collector: one file per writer (examples/prometheus has the rules and the dashboard)" \
   "ls textfile/; grep ... gpuprep-*.prom"
 (cd "$spool/textfile" && ls)
-grep -h -v '^#' "$spool"/textfile/gpuprep-*.prom | grep -E 'build_info|last_run_success|drift_events|dead_jobs|xid_events|status\{.*(check="(xid|swap)"|gpu="0")' | sed -E 's/UUID="GPU-[^"]*"/UUID="GPU-..."/'
+grep -h -v '^#' "$spool"/textfile/gpuprep-*.prom | grep -E 'build_info|last_run_success|drift_events|dead_jobs|xid_events|job_gpu_throttle_seconds_total\{.*reason="(power_cap|hw_thermal)".*gpu="[01]"|job_gpu_throttle_seconds_total\{.*gpu="[01]".*reason="(power_cap|hw_thermal)"|job_gpu_energy_joules_total\{.*gpu="[01]"|status\{.*(check="(xid|swap)"|gpu="0")' | sed -E 's/UUID="GPU-[^"]*"/UUID="GPU-..."/'
 
 # DEMO_METRICS_OUT=DIR keeps the node's textfile metrics (every *.prom the
 # programs wrote) in DIR, for the Prometheus example's tests.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
@@ -27,9 +28,16 @@ import (
 // mock opened on a fixture root reads them from CountersFile at every
 // field-values call, so a test moves them by rewriting the file
 // (WriteCounters) between two reads.
+//
+// Rates make counters run as on a working GPU: counter k grows by
+// Rates[k] a second from Since (mJ a second is mW; ns a second of a
+// clock-event counter is its share of time times 1e9), so that a prolog
+// and an epilog run any time apart read a plausible job.
 type Counters struct {
-	Values      map[gpu.Counter]uint64 `json:"values,omitempty"`
-	Unsupported []gpu.Counter          `json:"unsupported,omitempty"`
+	Values      map[gpu.Counter]uint64  `json:"values,omitempty"`
+	Unsupported []gpu.Counter           `json:"unsupported,omitempty"`
+	Rates       map[gpu.Counter]float64 `json:"rates,omitempty"`
+	Since       time.Time               `json:"since,omitempty"`
 }
 
 // DefaultEnergyMJ is a healthy mock GPU's energy since the driver loaded.
@@ -152,16 +160,19 @@ func (c Counters) value(k gpu.Counter, links bool) (uint64, nvml.Return) {
 	if slices.Contains(c.Unsupported, k) {
 		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
-	if v, ok := c.Values[k]; ok {
-		return v, nvml.SUCCESS
+	if !links && isNVLinkCounter(k) {
+		if _, set := c.Values[k]; !set {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
 	}
-	switch {
-	case k == gpu.EnergyMJ:
-		return DefaultEnergyMJ, nvml.SUCCESS
-	case !links && isNVLinkCounter(k):
-		return 0, nvml.ERROR_NOT_SUPPORTED
+	v, ok := c.Values[k]
+	if !ok && k == gpu.EnergyMJ {
+		v = DefaultEnergyMJ
 	}
-	return 0, nvml.SUCCESS
+	if r := c.Rates[k]; r > 0 && !c.Since.IsZero() {
+		v += uint64(r * time.Since(c.Since).Seconds())
+	}
+	return v, nvml.SUCCESS
 }
 
 func isNVLinkCounter(k gpu.Counter) bool {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
@@ -178,4 +179,15 @@ func mockDevice(b *nvmlgpu.NVML, uuid string) *server.Device {
 		}
 	}
 	panic("no GPU " + uuid)
+}
+
+func TestCountersRunAtTheirRates(t *testing.T) {
+	c := Counters{Rates: map[gpu.Counter]float64{gpu.EnergyMJ: 700_000, gpu.PowerCapNs: 0.34e9}, Since: time.Now().Add(-10 * time.Second)}
+	e, ret := c.value(gpu.EnergyMJ, false)
+	if ret != nvml.SUCCESS || e < DefaultEnergyMJ+7_000_000 || e > DefaultEnergyMJ+7_100_000 {
+		t.Errorf("energy 10 s at 700 W: %d mJ over the default, want about 7,000,000", e-DefaultEnergyMJ)
+	}
+	if p, _ := c.value(gpu.PowerCapNs, false); p < 3.4e9 || p > 3.45e9 {
+		t.Errorf("power cap 34%% of 10 s: %d ns, want about 3.4e9", p)
+	}
 }
