@@ -3,6 +3,8 @@ package hook
 import (
 	"context"
 
+	"gpuprep/lib/evidence"
+
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/plan"
 )
@@ -32,13 +34,23 @@ func Epilog(ctx context.Context, opts *Options) (*Outcome, error) {
 	}
 	out.Profile = rec.Profile
 	end := endEvidence(o, s, rec) // before restoring: the job's settings are still in force
-	if err := releaseJob(ctx, o, s, rec, out, false); err != nil {
+	var ev *evidence.Record
+	finished := func(found []DriftFound) *evidence.Record {
+		if end != nil {
+			r := finishedEvidence(o, rec, end, found)
+			ev = &r
+		}
+		return ev
+	}
+	if err := releaseJob(ctx, o, s, rec, out, false, finished); err != nil {
 		return out, err
 	}
 	// After the restore: a failing check never keeps the job's settings.
 	err = checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true, held)
-	if end != nil {
-		writeEvidence(o, finishedEvidence(o, rec, end, out), out)
+	if ev != nil && addXids(ev, rec.Job, out) {
+		writeEvidence(o, *ev, out) // written with the release; again with the job's Xids
+	} else if ev != nil {
+		out.noteEvidence(*ev)
 	}
 	return out, err
 }

@@ -47,26 +47,43 @@ func evidenceRecord(o *run, rec *JobRecord) evidence.Record {
 }
 
 // finishedEvidence is the ended job's record: the difference between the
-// prolog's snapshot and end, what drifted under the job and its Xids (out:
-// the epilog's outcome).
-func finishedEvidence(o *run, rec *JobRecord, end *jobEnd, out *Outcome) evidence.Record {
+// prolog's snapshot and end, and what drifted under the job (found).
+func finishedEvidence(o *run, rec *JobRecord, end *jobEnd, found []DriftFound) evidence.Record {
 	r := evidenceRecord(o, rec)
 	r.Shared = mergeShared(rec.EvidenceShared, end.shared)
 	r.Processes, r.Warnings = end.procs, end.warns
-	for _, d := range out.Drift {
-		if d.Job == "" || d.Job == rec.Job {
-			r.Drift = append(r.Drift, fmt.Sprintf("%s (%s): held %s, found %s", d.ID, d.Kind, ShowValue(d.Expected), ShowValue(d.Found)))
-		}
-	}
-	if out.Health != nil {
-		for _, x := range out.Health.XIDs {
-			if slices.Contains(x.Jobs, rec.Job) {
-				r.Xids = append(r.Xids, fmt.Sprintf("Xid %d on %s (%s): %s", x.Code, x.BusID, x.Severity, x.Text))
-			}
-		}
+	for _, d := range found {
+		r.Drift = append(r.Drift, fmt.Sprintf("%s (%s): held %s, found %s", d.ID, d.Kind, ShowValue(d.Expected), ShowValue(d.Found)))
 	}
 	r.Finish(*end.snap)
 	return r
+}
+
+// addXids adds to r the Xids the epilog's health checks (out) attributed
+// to job, and says whether there were any.
+func addXids(r *evidence.Record, job string, out *Outcome) bool {
+	if out.Health == nil {
+		return false
+	}
+	n := len(r.Xids)
+	for _, x := range out.Health.XIDs {
+		if slices.Contains(x.Jobs, job) {
+			r.Xids = append(r.Xids, fmt.Sprintf("Xid %d on %s (%s): %s", x.Code, x.BusID, x.Severity, x.Text))
+		}
+	}
+	return len(r.Xids) > n
+}
+
+// abandoned makes the evidence record of rec's job, released without its
+// epilog (why), for releaseJob; nil when the prolog took no snapshot.
+func abandoned(o *run, rec *JobRecord, why string) func([]DriftFound) *evidence.Record {
+	if rec == nil || rec.Evidence == nil {
+		return nil
+	}
+	return func([]DriftFound) *evidence.Record {
+		r := abandonedEvidence(o, rec, why)
+		return &r
+	}
 }
 
 // abandonedEvidence is the record of a job released because it is over
@@ -79,39 +96,59 @@ func abandonedEvidence(o *run, rec *JobRecord, why string) evidence.Record {
 	return r
 }
 
-// writeEvidence writes r to <state_dir>/jobs (evfile) and, for an ended
-// job, removes the records [evidence] keep_days and keep_mb no longer
-// keep. A record that cannot be written is a warning, never a failed run.
+// writeEvidence writes r (saveEvidence) for this run's outcome: its
+// warnings, the file's name, and a finished record for the metrics.
 func writeEvidence(o *run, r evidence.Record, out *Outcome) {
+	name, warns := saveEvidence(o, r)
+	out.warnAll(plan.KindNode, warns)
+	if name != "" {
+		out.noteEvidence(r)
+	}
+}
+
+// noteEvidence names r, written, in the outcome: its file, and a finished
+// record for the metrics.
+func (out *Outcome) noteEvidence(r evidence.Record) {
+	out.Evidence, _ = evfile.RecordName(r.Job.ID, r.Job.Start)
+	if !r.Running && r.End != nil {
+		out.EvidenceRecord = &r
+	}
+}
+
+// saveEvidence writes r to <state_dir>/jobs (evfile) and, for an ended
+// job, removes the records [evidence] keep_days and keep_mb no longer
+// keep. A record that cannot be written is a warning, never a failed run:
+// it returns the file's name ("" when none was written) and the warnings.
+func saveEvidence(o *run, r evidence.Record) (name string, warns []string) {
 	if err := o.Spool.AllowTraverse(); err != nil {
-		out.warn(plan.KindNode, "job evidence: %v: the job's user cannot reach it", err)
+		warns = append(warns, fmt.Sprintf("job evidence: %v: the job's user cannot reach it", err))
 	}
 	dir, err := evfile.Open(o.Spool.Dir())
 	if err != nil {
-		out.warn(plan.KindNode, "job evidence not written: %v", err)
-		return
+		return "", append(warns, fmt.Sprintf("job evidence not written: %v", err))
 	}
 	defer dir.Close()
-	name, err := dir.Write(r)
+	if _, err := dir.Sweep(); err != nil { // a killed run's half-written record
+		warns = append(warns, fmt.Sprintf("job evidence: %v", err))
+	}
+	name, err = dir.Write(r)
 	var acl *evfile.ACLError
 	switch {
 	case errors.As(err, &acl):
-		out.warn(plan.KindNode, "job evidence %s: the job's user cannot read it: %v", name, err)
+		warns = append(warns, fmt.Sprintf("job evidence %s: the job's user cannot read it: %v", name, err))
 	case err != nil:
-		out.warn(plan.KindNode, "job evidence not written: %v", err)
-		return
+		return "", append(warns, fmt.Sprintf("job evidence not written: %v", err))
 	}
-	out.Evidence = name
 	if r.Running {
-		return
+		return name, warns
 	}
-	out.EvidenceRecord = &r
 	ev := o.Config.Evidence
 	removed, err := dir.Prune(ev.KeepDays, ev.KeepMB, o.now(), name)
 	if err != nil {
-		out.warn(plan.KindNode, "old job evidence not removed: %v", err)
+		warns = append(warns, fmt.Sprintf("old job evidence not removed: %v", err))
 	}
 	if len(removed) > 0 {
 		o.Log.Info("removed old job evidence", "files", len(removed), "keep_days", ev.KeepDays, "keep_mb", ev.KeepMB)
 	}
+	return name, warns
 }

@@ -171,7 +171,7 @@ func prepare(ctx context.Context, o *run, out *Outcome, except string) (*spoolSt
 		if o.DryRun {
 			continue
 		}
-		if err := releaseJob(ctx, o, s, s.jobs[d.Job], out, true); err != nil {
+		if err := releaseJob(ctx, o, s, s.jobs[d.Job], out, true, abandoned(o, s.jobs[d.Job], "the job's epilog never ran")); err != nil {
 			return nil, err
 		}
 	}

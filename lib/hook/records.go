@@ -114,9 +114,13 @@ type Journal struct {
 	JobBefore  *JobRecord `json:"job_before,omitempty"`
 	// NodeAfter, JobAfter (nil: removed) and Drift are the release's
 	// outcome, for a roll forward.
-	NodeAfter NodeFile       `json:"node_after"`
-	JobAfter  *JobRecord     `json:"job_after,omitempty"`
-	Drift     []drift.Record `json:"drift,omitempty"`
+	NodeAfter NodeFile   `json:"node_after"`
+	JobAfter  *JobRecord `json:"job_after,omitempty"`
+	// Evidence is the released job's evidence record (evidence.go),
+	// written with the drift records, so a release finished by the next
+	// run writes it too.
+	Evidence *evidence.Record `json:"evidence,omitempty"`
+	Drift    []drift.Record   `json:"drift,omitempty"`
 }
 
 // Journal ops.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"gpuprep/lib/drift"
+	"gpuprep/lib/evidence"
 	"gpuprep/lib/knob"
 	"gpuprep/lib/plan"
 )
@@ -15,8 +16,9 @@ import (
 // fails keeps the record, holding just what failed, so that
 // `gpuprep-epilog --job-id N` can retry. other is set when the job is not
 // this run's own (a dead job): its drift is reported under its id, and its
-// notices for srunwrap are removed.
-func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out *Outcome, other bool) error {
+// notices for srunwrap are removed. ev, when set, makes the job's evidence
+// record from the drift found; the journal carries it (finishRelease).
+func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out *Outcome, other bool, ev func([]DriftFound) *evidence.Record) error {
 	knobs := catalog(o, gpusByUUID(o.devices(), rec.GPUs))
 	now, holds := readHeld(knobs, rec, out)
 	var found []DriftFound
@@ -42,6 +44,9 @@ func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out 
 	}
 	j := &Journal{Op: opRelease, Job: rec.Job, BootID: s.bootID, Started: o.now(), Changes: p.Changes,
 		NodeBefore: s.node, JobBefore: rec, NodeAfter: s.node, Drift: driftRecords(o, rec, found)}
+	if ev != nil {
+		j.Evidence = ev(found)
+	}
 	if err := writeJournal(o.Spool, j); err != nil {
 		return nodeErrorf("%v", err)
 	}
@@ -55,9 +60,6 @@ func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out 
 		// A dead job's epilog never ran: its notices go as they would
 		// have then (this run's own job's go after its epilog).
 		forgetJobNotices(o, rec.Job)
-		if rec.Evidence != nil {
-			writeEvidence(o, abandonedEvidence(o, rec, "the job's epilog never ran"), out)
-		}
 	}
 	return err
 }
@@ -103,6 +105,12 @@ func readHeld(knobs map[string]knob.Knob, rec *JobRecord, out *Outcome) (now []p
 func finishRelease(o *run, j *Journal, knobs map[string]knob.Knob) (after *JobRecord, err error) {
 	if err := drift.Append(o.Spool, j.Drift); err != nil {
 		o.Log.Error("drift records not written", "job", j.Job, "err", err)
+	}
+	if j.Evidence != nil {
+		_, warns := saveEvidence(o, *j.Evidence)
+		for _, w := range warns {
+			o.Log.Warn(w, "job", j.Job)
+		}
 	}
 	var failed []string
 	failedKeys := map[string]bool{}

@@ -90,7 +90,7 @@ func jobDevices(devs []gpu.Device, start evidence.Snapshot) []gpu.Device {
 // mergedJobReport is --report --job ID --from PATH...: the parts of job
 // ID among the records PATH names, merged (evidence.Merge).
 func mergedJobReport(f *flags, stdout, stderr io.Writer, prog string) int {
-	recs, errs := evfile.ReadFiles(f.fleet.from...)
+	recs, errs := evfile.ReadFiles(evidencePaths(f.fleet.from)...)
 	for _, err := range errs {
 		fmt.Fprintf(stderr, "%s: warning: %v\n", prog, err)
 	}

@@ -611,7 +611,8 @@ func (n *crashNode) spoolSummary() string {
 
 // spoolProblem says what is wrong with the spool of a node no job runs on:
 // a journal, a job record, a file whose name starts with "." (temporary
-// files of killed runs must be swept), holders in node.json (read loosely:
+// files of killed runs must be swept, the job evidence's included), a job
+// evidence record still "running", holders in node.json (read loosely:
 // its format may change; "holders" is optional); "" when nothing is.
 func (n *crashNode) spoolProblem() string {
 	var bad []string
@@ -628,6 +629,8 @@ func (n *crashNode) spoolProblem() string {
 			bad = append(bad, rel+": job record left")
 		case strings.HasPrefix(name, "."):
 			bad = append(bad, rel+": temporary file left")
+		case strings.HasPrefix(rel, "jobs/") && runningRecord(p):
+			bad = append(bad, rel+": job evidence left running")
 		}
 		return nil
 	})
@@ -648,6 +651,19 @@ func (n *crashNode) spoolProblem() string {
 		bad = append(bad, fmt.Sprintf("test bug: job cgroups left: %v", jobs))
 	}
 	return strings.Join(bad, "; ")
+}
+
+// runningRecord says whether the job evidence record at p says its job
+// still runs: on a node no job runs on, every record must have ended.
+func runningRecord(p string) bool {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	var r struct {
+		Running bool `json:"running"`
+	}
+	return json.Unmarshal(b, &r) == nil && r.Running
 }
 
 // emptyJSON says whether v holds no holder: null, "", 0, false, or lists
