@@ -48,6 +48,10 @@ func TestDemoOnEverySimulatedNode(t *testing.T) {
 				"CUDA_MPS_PIPE_DIRECTORY=/run/gpuprep/mps/alice-",
 				"(bob) runs without MPS",
 				"alice->(none)",
+				"the GPU was at its power limit 34% of the time",
+				"another user (uid 65533) reading it: gpuprep-epilog: open ",
+				"Fleet: ",
+				"gpuprep_job_gpu_energy_joules_total{",
 			} {
 				if !strings.Contains(text, want) {
 					t.Errorf("DEMO_NODE=%s: the output lacks %q\n%s", node, want, text)
