@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gpuprep/internal/gpumock"
+	"gpuprep/internal/testroot"
 	"gpuprep/lib/evidence"
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/host"
@@ -231,4 +232,51 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// TestEpilogSlurmctldExample runs examples/evidence/epilog-slurmctld.sh as
+// slurmctld would for a two-node job, with an ssh that reaches each
+// node's state dir in a folder of the test (and scontrol's hostnames):
+// the parts land in one directory per job, and --report --job --from
+// merges them.
+func TestEpilogSlurmctldExample(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes")
+	for i, node := range []string{"gpu01", "gpu02"} {
+		r := evidence.Record{Format: evidence.Format, Job: evidence.Job{ID: "77", User: "alice", UID: 1000, Node: node, Start: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)}}
+		c0 := gpu.Counters{Values: map[gpu.Counter]uint64{gpu.EnergyMJ: 1e9}}
+		c1 := gpu.Counters{Values: map[gpu.Counter]uint64{gpu.EnergyMJ: 1e9 + uint64(i+1)*1_000_000_000}}
+		r.Start = evidence.Snapshot{Time: r.Job.Start, GPUs: []evidence.GPUSnapshot{{UUID: "GPU-" + node, Counters: &c0}}}
+		r.Finish(evidence.Snapshot{Time: r.Job.Start.Add(time.Hour), GPUs: []evidence.GPUSnapshot{{UUID: "GPU-" + node, Counters: &c1}}})
+		b, _ := json.MarshalIndent(r, "", "  ")
+		jobs := filepath.Join(nodes, node, "var/lib/gpuprep/jobs")
+		if err := os.MkdirAll(jobs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(jobs, "77-20261206T100000Z.json"), b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakes := filepath.Join(dir, "bin")
+	os.MkdirAll(fakes, 0o755)
+	os.WriteFile(filepath.Join(fakes, "ssh"), []byte("#!/bin/bash\nwhile [ \"$1\" = -o ]; do shift 2; done\nhost=$1; shift\n"+
+		"exec sh -c \"${*//\\/var\\/lib\\/gpuprep/"+strings.ReplaceAll(nodes, "/", "\\/")+"\\/$host\\/var\\/lib\\/gpuprep}\"\n"), 0o755)
+	os.WriteFile(filepath.Join(fakes, "scontrol"), []byte("#!/bin/sh\n[ \"$1 $2\" = \"show hostnames\" ] && printf 'gpu01\\ngpu02\\n'\n"), 0o755)
+	root, err := testroot.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join(root, "examples/evidence/epilog-slurmctld.sh"))
+	cmd.Env = []string{"PATH=" + fakes + ":/usr/bin:/bin", "SLURM_JOB_ID=77", "SLURM_JOB_NODELIST=gpu[01-02]", "GPUPREP_EVIDENCE_DIR=" + filepath.Join(dir, "evidence")}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("epilog-slurmctld.sh: %v\n%s", err, b)
+	}
+	cfg := filepath.Join(dir, "gpuprep.toml")
+	os.WriteFile(cfg, []byte("[general]\nlog_file = \"\"\n"), 0o644)
+	b, err := exec.Command(bin(t, "gpuprep-epilog"), "--config", cfg, "--report", "--job", "77", "--from", filepath.Join(dir, "evidence", "77"), "--json").CombinedOutput()
+	var v evidence.JobView
+	if err != nil || json.Unmarshal(b, &v) != nil || len(v.Parts) != 2 || v.Total == nil || v.Total.EnergyJ == nil || *v.Total.EnergyJ != 3_000_000 {
+		t.Fatalf("the gathered parts, merged: %v\n%s; want 2 parts, 3 MJ", err, b)
+	}
 }
