@@ -47,10 +47,8 @@ func Epilog(ctx context.Context, opts *Options) (*Outcome, error) {
 	}
 	// After the restore: a failing check never keeps the job's settings.
 	err = checkHealth(ctx, o, out, "epilog", gpusByUUID(o.devices(), rec.GPUs), true, held)
-	if ev != nil && addXids(ev, rec.Job, out) {
-		writeEvidence(o, *ev, out) // written with the release; again with the job's Xids
-	} else if ev != nil {
-		out.noteEvidence(*ev)
+	if ev != nil {
+		recordedEvidence(o, ev, rec.Job, out)
 	}
 	return out, err
 }

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,5 +197,44 @@ func TestEvidenceListsTheJobsProcessesWithAccounting(t *testing.T) {
 	r := e.records("14")[0]
 	if len(r.Processes) != 1 || r.Processes[0].PID != 200 || r.Processes[0].GPUUtilPct != 93 || r.Processes[0].MaxMemoryBytes != 70<<30 {
 		t.Fatalf("the job's processes: %+v; want pid 200 only, 93%% GPU, 70 GiB peak (read before the epilog turned accounting off)", r.Processes)
+	}
+}
+
+// A GPU in MIG mode belongs to more than the job: its figures are the
+// GPU's and say so.
+func TestEvidenceOfAMIGGPUIsNotTheJobs(t *testing.T) {
+	e := &evidenceEnv{env: newEnv(t, "dgxa100", "mock:dgxa100"), t0: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)}
+	devs, err := e.gpu.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mig := slices.IndexFunc(devs, func(d gpu.Device) bool { return d.MIG.Current })
+	if mig < 0 {
+		t.Fatal("the dgxa100 mock has no GPU in MIG mode")
+	}
+	e.run(false, 15, []int{mig}, 0)
+	e.run(true, 15, nil, time.Minute)
+	r := e.records("15")
+	if len(r) != 1 || len(r[0].GPUs) != 1 || r[0].GPUs[0].Attributable || !strings.Contains(strings.Join(r[0].GPUs[0].SharedWhy, ";"), "MIG") {
+		t.Fatalf("a job on a MIG-mode GPU: %+v; want its figures marked not the job's (MIG)", r)
+	}
+}
+
+// An evidence directory the hooks must not trust (another user's) is a
+// warning: the epilog restores the node and succeeds, and writes nothing
+// there.
+func TestEvidenceUnwritableIsAWarning(t *testing.T) {
+	e := newEvidenceEnv(t)
+	e.run(false, 16, []int{0}, 0)
+	jobs := filepath.Join(e.spool.Dir(), evfile.Sub)
+	if err := os.Chown(jobs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	out := e.run(true, 16, nil, time.Minute) // fails the test on an error
+	if out.Evidence != "" || !strings.Contains(fmt.Sprint(out.Warnings), "job evidence not written") {
+		t.Fatalf("epilog with a user's evidence directory: evidence %q, warnings %v", out.Evidence, out.Warnings)
+	}
+	if _, err := os.Stat(filepath.Join(e.spool.Dir(), jobFile("16"))); err == nil {
+		t.Error("the job's record stayed: the release did not finish")
 	}
 }

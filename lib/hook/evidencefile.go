@@ -96,6 +96,20 @@ func abandonedEvidence(o *run, rec *JobRecord, why string) evidence.Record {
 	return r
 }
 
+// recordedEvidence tells out what became of the epilog's record ev,
+// written with the release (finishRelease): written again with the job's
+// Xids where the health checks attributed any.
+func recordedEvidence(o *run, ev *evidence.Record, job string, out *Outcome) {
+	if o.evidence.name != "" && addXids(ev, job, out) {
+		writeEvidence(o, *ev, out)
+		return
+	}
+	out.warnAll(plan.KindNode, o.evidence.warns)
+	if o.evidence.name != "" {
+		out.noteEvidence(*ev)
+	}
+}
+
 // writeEvidence writes r (saveEvidence) for this run's outcome: its
 // warnings, the file's name, and a finished record for the metrics.
 func writeEvidence(o *run, r evidence.Record, out *Outcome) {

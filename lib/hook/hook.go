@@ -75,6 +75,12 @@ type run struct {
 	// asked is the profile selection the job asked for (a prolog), before
 	// any fallback: its warnings are the job's notices too.
 	asked config.Selection
+	// evidence is what the last release's evidence record came to
+	// (finishRelease): the file written ("" none) and the warnings.
+	evidence struct {
+		name  string
+		warns []string
+	}
 }
 
 func newRun(o *Options) *run { return &run{Options: o} }

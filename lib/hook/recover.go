@@ -39,7 +39,11 @@ func recoverInterrupted(ctx context.Context, o *run, bootID string) error {
 		if j.JobBefore != nil {
 			gpus = j.JobBefore.GPUs
 		}
-		if _, err := finishRelease(o, &j, catalog(o, gpusByUUID(o.devices(), gpus))); err != nil {
+		_, err := finishRelease(o, &j, catalog(o, gpusByUUID(o.devices(), gpus)))
+		for _, w := range o.evidence.warns {
+			o.Log.Warn(w, "job", j.Job)
+		}
+		if err != nil {
 			return err
 		}
 		o.Log.Info("finished interrupted release", "job", j.Job)

@@ -107,10 +107,7 @@ func finishRelease(o *run, j *Journal, knobs map[string]knob.Knob) (after *JobRe
 		o.Log.Error("drift records not written", "job", j.Job, "err", err)
 	}
 	if j.Evidence != nil {
-		_, warns := saveEvidence(o, *j.Evidence)
-		for _, w := range warns {
-			o.Log.Warn(w, "job", j.Job)
-		}
+		o.evidence.name, o.evidence.warns = saveEvidence(o, *j.Evidence)
 	}
 	var failed []string
 	failedKeys := map[string]bool{}
