@@ -14,6 +14,15 @@ tar xzf test/roots/dgxh100.tar.gz -C "$root"
 mkdir -p "$root/etc/slurm"
 "${BIN:-bin/sim}/gpuprep-gres" --root "$root" --gpu-backend mock:dgxh100 > "$root/etc/slurm/gres.conf"
 python3 test/hookbench.py "$root" "${RUNS:-40}" "${BIN:-bin/sim}"
+# Per-job evidence ([evidence]): the same cycles with it off (first) and on
+# (second), cycle by cycle on copies of the node: what reading the job's
+# GPUs' counters at both ends and writing its record add.
+root2=$(mktemp -d "$(dirname "$root")/gpuprep-bench2.XXXXXX")
+trap 'rm -rf "$root" "$root2"' EXIT
+cp -a "$root/." "$root2/"
+echo "[evidence] off (first) and on (second):"
+HOOKBENCH_PROFILE=$'[evidence]\nenabled = false\n' HOOKBENCH_PROFILE2=$'[evidence]\nenabled = true\n' \
+  python3 test/hookbench.py "$root" "${RUNS:-40}" "${BIN:-bin/sim}" "$root2"
 if [ "$(id -u)" = 0 ]; then
   bash test/install-deps.sh # says what it installs, if anything
   CGO_CFLAGS=-Wno-deprecated-declarations go test -count=1 -tags bench -run TestSrunOverhead -v ./test/e2e 2>&1 | grep -E 'gpuprep adds|FAIL|ok'

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"gpuprep/lib/evidence"
 	"gpuprep/lib/evidence/evfile"
@@ -142,9 +143,6 @@ func saveEvidence(o *run, r evidence.Record) (name string, warns []string) {
 		return "", append(warns, fmt.Sprintf("job evidence not written: %v", err))
 	}
 	defer dir.Close()
-	if _, err := dir.Sweep(); err != nil { // a killed run's half-written record
-		warns = append(warns, fmt.Sprintf("job evidence: %v", err))
-	}
 	name, err = dir.Write(r)
 	var acl *evfile.ACLError
 	switch {
@@ -153,7 +151,7 @@ func saveEvidence(o *run, r evidence.Record) (name string, warns []string) {
 	case err != nil:
 		return "", append(warns, fmt.Sprintf("job evidence not written: %v", err))
 	}
-	if r.Running {
+	if r.Running || !pruneDue(o) {
 		return name, warns
 	}
 	ev := o.Config.Evidence
@@ -164,5 +162,32 @@ func saveEvidence(o *run, r evidence.Record) (name string, warns []string) {
 	if len(removed) > 0 {
 		o.Log.Info("removed old job evidence", "files", len(removed), "keep_days", ev.KeepDays, "keep_mb", ev.KeepMB)
 	}
+	if err := o.Spool.WriteJSON(prunedFile, pruned{Time: o.now()}); err != nil {
+		warns = append(warns, fmt.Sprintf("job evidence: %v", err))
+	}
 	return name, warns
+}
+
+// prunedFile (in the spool) says when the evidence records were last
+// pruned: pruning stats every record, so an epilog prunes at most once
+// every pruneEvery.
+const (
+	prunedFile = "evidence-pruned.json"
+	pruneEvery = time.Hour
+)
+
+type pruned struct {
+	Time time.Time `json:"time"`
+}
+
+// pruneDue says whether the last prune is pruneEvery old (or unknown, or
+// in the future: a clock set back).
+func pruneDue(o *run) bool {
+	var p pruned
+	found, err := o.Spool.ReadJSON(prunedFile, &p)
+	if !found || err != nil {
+		return true
+	}
+	age := o.now().Sub(p.Time)
+	return age >= pruneEvery || age < 0
 }

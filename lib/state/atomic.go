@@ -65,17 +65,6 @@ func SweepTemps(dir, name string) ([]string, error) {
 	return sweep(d.FD(), dir, names, func(n string) bool { return strings.HasPrefix(n, prefix) })
 }
 
-// SweepIn removes, in d, the temporary files of processes that died
-// mid-write (as Sweep) whose names keep accepts; call it under the lock
-// of whatever writes there.
-func SweepIn(d *dirfd.Dir, keep func(string) bool) ([]string, error) {
-	names, err := d.Names()
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: %w", d.Path(), err)
-	}
-	return sweep(d.FD(), d.Path(), names, keep)
-}
-
 // sweep unlinks, in the directory dfd, the names that are temporary files
 // of dead processes and that keep accepts.
 func sweep(dfd int, dir string, names []string, keep func(string) bool) ([]string, error) {

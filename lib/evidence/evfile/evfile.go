@@ -46,7 +46,8 @@ var ErrNewer = dirfd.ErrNewer
 // Dir is the records' directory, open.
 type Dir struct {
 	d      *dirfd.Dir
-	writer bool // Open's: Write and Prune allowed
+	spool  *dirfd.Dir // Open's: the spool, where Write's temporary files go
+	writer bool       // Open's: Write and Prune allowed
 }
 
 // Open opens <stateDir>/jobs for root (the hooks): the spool is opened
@@ -68,12 +69,12 @@ func Open(stateDir string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer spool.Close()
 	jobs, err := spool.MkdirAt(Sub, dirfd.Mkdir{Mode: DirMode, Op: "spool", Check: writerCheck})
 	if err != nil {
+		spool.Close()
 		return nil, fmt.Errorf("evidence records: %w", err)
 	}
-	return &Dir{d: jobs, writer: true}, nil
+	return &Dir{d: jobs, spool: spool, writer: true}, nil
 }
 
 // openSpool opens the spool dir for its writer: its folder by its path
@@ -101,6 +102,9 @@ func (d *Dir) Path() string { return d.d.Path() }
 func (d *Dir) Close() error {
 	if d == nil {
 		return nil
+	}
+	if d.spool != nil {
+		d.spool.Close()
 	}
 	return d.d.Close()
 }

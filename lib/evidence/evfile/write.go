@@ -26,7 +26,9 @@ var writeMu sync.Mutex
 // returns that name; a record of that name is replaced (the prolog writes
 // a running record, the epilog the final one). r.Format 0 is written as
 // evidence.Format; a newer one is refused. The write is atomic: a
-// temporary file made O_EXCL|O_NOFOLLOW in the directory, root:root
+// temporary file made O_EXCL|O_NOFOLLOW in the spool (whose sweep, at the
+// start of every hook run, removes a killed writer's: the records'
+// directory itself is never listed to find them), root:root
 // FileMode, given the ACL entry user:<r.Job.UID>:r-- (none for a uid
 // unknown, < 0, or root's), written as indented JSON, fsynced, renamed
 // over the name (a symlink there is replaced, never written through), and
@@ -93,7 +95,7 @@ func (d *Dir) replace(name string, data, acl []byte) (aclErr, err error) {
 	defer writeMu.Unlock()
 	path := d.d.Join(name)
 	tmp := "." + name + dirfd.TmpMarker + strconv.Itoa(os.Getpid())
-	f, err := d.createTemp(tmp)
+	f, err := createTemp(d.spool, tmp)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: create %s: %w", path, tmp, err)
 	}
@@ -103,12 +105,12 @@ func (d *Dir) replace(name string, data, acl []byte) (aclErr, err error) {
 	}
 	if err == nil {
 		crashpoint.HitAt("spool-rename", d.d.Path(), name)
-		if rerr := unix.Renameat(d.d.FD(), tmp, d.d.FD(), name); rerr != nil {
+		if rerr := unix.Renameat(d.spool.FD(), tmp, d.d.FD(), name); rerr != nil {
 			err = fmt.Errorf("rename: %w", rerr)
 		}
 	}
 	if err != nil {
-		unix.Unlinkat(d.d.FD(), tmp, 0)
+		unix.Unlinkat(d.spool.FD(), tmp, 0)
 		return nil, fmt.Errorf("write %s (old record kept): %w", path, err)
 	}
 	if err := dirfd.Fsync(d.d.FD()); err != nil {
@@ -117,17 +119,17 @@ func (d *Dir) replace(name string, data, acl []byte) (aclErr, err error) {
 	return aclErr, nil
 }
 
-// createTemp creates tmp in d, never through a symlink, root:root (when
+// createTemp creates tmp in dir, never through a symlink, root:root (when
 // root) FileMode. One of that name is a dead writer's of this pid
 // (writeMu is held) or a planted link: removed, never followed, and the
 // create tried once more.
-func (d *Dir) createTemp(tmp string) (*os.File, error) {
+func createTemp(dir *dirfd.Dir, tmp string) (*os.File, error) {
 	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	crashpoint.HitAt("spool-create", d.d.Path(), tmp)
-	fd, err := unix.Openat(d.d.FD(), tmp, flags, FileMode)
+	crashpoint.HitAt("spool-create", dir.Path(), tmp)
+	fd, err := unix.Openat(dir.FD(), tmp, flags, FileMode)
 	if errors.Is(err, unix.EEXIST) {
-		if err = unix.Unlinkat(d.d.FD(), tmp, 0); err == nil {
-			fd, err = unix.Openat(d.d.FD(), tmp, flags, FileMode)
+		if err = unix.Unlinkat(dir.FD(), tmp, 0); err == nil {
+			fd, err = unix.Openat(dir.FD(), tmp, flags, FileMode)
 		}
 	}
 	if err != nil {
@@ -141,10 +143,10 @@ func (d *Dir) createTemp(tmp string) (*os.File, error) {
 	}
 	if err != nil {
 		unix.Close(fd)
-		unix.Unlinkat(d.d.FD(), tmp, 0)
+		unix.Unlinkat(dir.FD(), tmp, 0)
 		return nil, err
 	}
-	return os.NewFile(uintptr(fd), d.d.Join(tmp)), nil
+	return os.NewFile(uintptr(fd), dir.Join(tmp)), nil
 }
 
 // fill sets the ACL acl (when set) of the temporary file f, writes data
