@@ -238,3 +238,34 @@ func TestEvidenceUnwritableIsAWarning(t *testing.T) {
 		t.Error("the job's record stayed: the release did not finish")
 	}
 }
+
+// The epilog removes records older than [evidence] keep_days, at most
+// once an hour.
+func TestEvidenceRetention(t *testing.T) {
+	e := newEvidenceEnv(t)
+	e.cfg.Evidence.KeepDays = 1
+	e.run(false, 17, []int{0}, 0)
+	old := e.records("17")
+	if len(old) != 1 {
+		t.Fatalf("records of job 17: %d", len(old))
+	}
+	name := filepath.Join(e.spool.Dir(), evfile.Sub, "17-20261206T100000Z.json")
+	twoDays := e.t0.Add(-48 * time.Hour)
+	e.run(true, 17, nil, time.Minute)
+	if err := os.Chtimes(name, twoDays, twoDays); err != nil {
+		t.Fatal(err)
+	}
+	e.run(false, 18, []int{0}, 30*time.Minute)
+	e.run(true, 18, nil, 40*time.Minute) // pruned 39 minutes ago: not again
+	if _, err := os.Stat(name); err != nil {
+		t.Fatalf("job 17's record went before the hour since the last prune: %v", err)
+	}
+	e.run(false, 19, []int{0}, 2*time.Hour)
+	e.run(true, 19, nil, 2*time.Hour+time.Minute)
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("job 17's record, 2 days old with keep_days = 1: %v, want removed", err)
+	}
+	if len(e.records("19")) != 1 || len(e.records("18")) != 1 {
+		t.Error("the prune removed a record younger than keep_days")
+	}
+}
