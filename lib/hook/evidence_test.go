@@ -269,3 +269,28 @@ func TestEvidenceRetention(t *testing.T) {
 		t.Error("the prune removed a record younger than keep_days")
 	}
 }
+
+// An application Xid on the job's GPU while it ran is in its record.
+func TestEvidenceNamesTheJobsXids(t *testing.T) {
+	e := newEvidenceEnv(t)
+	kmsg := filepath.Join(e.root, "dev/kmsg")
+	os.MkdirAll(filepath.Dir(kmsg), 0o755)
+	if err := os.WriteFile(kmsg, []byte("6,0,0,-;Linux version 6.1.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.run(false, 20, []int{0}, 0)
+	devs, _ := e.gpu.Devices()
+	bus := strings.TrimPrefix(devs[0].BusID, "0000:")
+	line := fmt.Sprintf("4,1,5000000,-;NVRM: Xid (PCI:0000:%s): 13, pid=4242, name=python, Graphics SM Warp Exception\n", bus[:len(bus)-2])
+	f, err := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(line)
+	f.Close()
+	e.run(true, 20, nil, time.Minute)
+	r := e.records("20")[0]
+	if !strings.Contains(strings.Join(r.Xids, "\n"), "Xid 13") {
+		t.Fatalf("job 20's record lacks its Xid 13: %q", r.Xids)
+	}
+}

@@ -3,12 +3,15 @@ package hook
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"gpuprep/lib/evidence"
 	"gpuprep/lib/evidence/evfile"
+	"gpuprep/lib/health"
 	"gpuprep/lib/plan"
+	"gpuprep/lib/textfmt"
 )
 
 // jobEnd is what the epilog reads of the job's GPUs before restoring:
@@ -60,16 +63,30 @@ func finishedEvidence(o *run, rec *JobRecord, end *jobEnd, found []DriftFound) e
 	return r
 }
 
-// addXids adds to r the Xids the epilog's health checks (out) attributed
-// to job, and says whether there were any.
-func addXids(r *evidence.Record, job string, out *Outcome) bool {
-	if out.Health == nil {
-		return false
-	}
+// addXids adds to r the job's Xids: those the epilog's health checks
+// (out) attributed to it, and the application faults the health state
+// counted for it while it ran (gpuprep-health reads the kernel log
+// between jobs too); it says whether there were any.
+func addXids(o *run, r *evidence.Record, job string, out *Outcome) bool {
 	n := len(r.Xids)
-	for _, x := range out.Health.XIDs {
-		if slices.Contains(x.Jobs, job) {
-			r.Xids = append(r.Xids, fmt.Sprintf("Xid %d on %s (%s): %s", x.Code, x.BusID, x.Severity, x.Text))
+	seen := map[string]uint64{} // the epilog's own, by bus
+	if out.Health != nil {
+		for _, x := range out.Health.XIDs {
+			if slices.Contains(x.Jobs, job) {
+				r.Xids = append(r.Xids, fmt.Sprintf("Xid %d on %s (%s): %s", x.Code, x.BusID, x.Severity, x.Text))
+				seen[x.BusID]++
+			}
+		}
+	}
+	var st health.State
+	if found, err := o.Spool.ReadJSON(health.StateFile, &st); found && err == nil {
+		for _, bus := range slices.Sorted(maps.Keys(st.AppJobs)) {
+			for _, j := range st.AppJobs[bus] {
+				if j.Job == job && j.Count > seen[bus] { // more than the epilog read itself
+					r.Xids = append(r.Xids, fmt.Sprintf("application Xids %s on %s: %d this boot while the job held the GPU",
+						textfmt.JoinInts(j.Codes, ", "), bus, j.Count))
+				}
+			}
 		}
 	}
 	return len(r.Xids) > n
@@ -101,7 +118,7 @@ func abandonedEvidence(o *run, rec *JobRecord, why string) evidence.Record {
 // written with the release (finishRelease): written again with the job's
 // Xids where the health checks attributed any.
 func recordedEvidence(o *run, ev *evidence.Record, job string, out *Outcome) {
-	if o.evidence.name != "" && addXids(ev, job, out) {
+	if o.evidence.name != "" && addXids(o, ev, job, out) {
 		writeEvidence(o, *ev, out)
 		return
 	}
