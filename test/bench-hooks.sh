@@ -23,6 +23,8 @@ cp -a "$root/." "$root2/"
 echo "[evidence] off (first) and on (second):"
 HOOKBENCH_PROFILE=$'[evidence]\nenabled = false\n' HOOKBENCH_PROFILE2=$'[evidence]\nenabled = true\n' \
   python3 test/hookbench.py "$root" "${RUNS:-40}" "${BIN:-bin/sim}" "$root2"
+# Of that, keeping the record: open jobs/ and write one (fsyncs), on /tmp's disk.
+CGO_CFLAGS=-Wno-deprecated-declarations ${GO:-go} test -run '^$' -bench BenchmarkOpenWrite -benchtime 200x ./lib/evidence/evfile | grep -E '^Benchmark'
 if [ "$(id -u)" = 0 ]; then
   bash test/install-deps.sh # says what it installs, if anything
   CGO_CFLAGS=-Wno-deprecated-declarations go test -count=1 -tags bench -run TestSrunOverhead -v ./test/e2e 2>&1 | grep -E 'gpuprep adds|FAIL|ok'
