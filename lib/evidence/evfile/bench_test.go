@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	statepkg "gpuprep/lib/state"
 )
 
 // BenchmarkOpenWrite is what a hook pays to keep a job's record: open the
