@@ -228,5 +228,30 @@ func printFields(lib nvml.Interface, d gpu.Device) error {
 	}
 	e, ret := h.GetTotalEnergyConsumption()
 	fmt.Printf("  nvmlDeviceGetTotalEnergyConsumption: %d mJ (%s)\n", e, nvml.ErrorString(ret))
+	timeParts(lib, h, vs)
 	return nil
+}
+
+// timeParts times, median of 20 each, the parts a counters read could be
+// split into: the energy alone (its own call, or its field alone), every
+// field but the energy, and the driver's version.
+func timeParts(lib nvml.Interface, h nvml.Device, vs []nvml.FieldValue) {
+	median := func(f func()) time.Duration {
+		ts := make([]time.Duration, 20)
+		for i := range ts {
+			t := time.Now()
+			f()
+			ts[i] = time.Since(t)
+		}
+		slices.Sort(ts)
+		return ts[len(ts)/2]
+	}
+	energy := []nvml.FieldValue{{FieldId: nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION}}
+	rest := slices.Clone(vs[1:])
+	fmt.Printf("  medians of 20: nvmlDeviceGetTotalEnergyConsumption %v; field values: energy alone %v, all but energy %v, all %v; nvmlSystemGetDriverVersion %v\n",
+		median(func() { h.GetTotalEnergyConsumption() }),
+		median(func() { h.GetFieldValues(energy) }),
+		median(func() { h.GetFieldValues(rest) }),
+		median(func() { h.GetFieldValues(slices.Clone(vs)) }),
+		median(func() { lib.SystemGetDriverVersion() }))
 }
