@@ -212,18 +212,25 @@ func (v *VM) NodeState(ctx context.Context) (state, reason string, err error) {
 }
 
 // WaitNodeState polls (every second) until the node is in one of states.
+// On a timeout it returns the last state sinfo did print: a probe cut short
+// by the deadline itself never hides what the node was.
 func (v *VM) WaitNodeState(ctx context.Context, states ...string) (state, reason string, err error) {
+	var probeErr error
 	for {
-		state, reason, err = v.probeNodeState(ctx)
-		if err == nil && slices.Contains(states, state) {
-			return state, reason, nil
+		st, why, err := v.probeNodeState(ctx)
+		if err == nil {
+			state, reason = st, why
+			if slices.Contains(states, state) {
+				return state, reason, nil
+			}
 		}
+		probeErr = err
 		if !v.Running() {
 			return state, reason, v.exited()
 		}
 		select {
 		case <-ctx.Done():
-			return state, reason, fmt.Errorf("vmnode: node is %q (%s), waited for %s: %w (%v)", state, reason, strings.Join(states, "|"), ctx.Err(), err)
+			return state, reason, fmt.Errorf("vmnode: node is %q (%s), waited for %s: %w (last probe: %v)", state, reason, strings.Join(states, "|"), ctx.Err(), probeErr)
 		case <-time.After(time.Second):
 		}
 	}

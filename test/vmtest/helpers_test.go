@@ -145,6 +145,14 @@ func NodeLeftIdle(t *testing.T, ctx context.Context, when string) {
 	if err == nil {
 		return
 	}
+	// Read it once more outside the minute: the last probe may have been
+	// cut short by that deadline.
+	if now, why, err := node.NodeState(ctx); err == nil {
+		st, reason = now, why
+	}
+	if st == "idle" {
+		return
+	}
 	jobs, _, _ := node.Run(ctx, "squeue -h")
 	// sinfo's %E prints "none" for no reason.
 	if st == "mixed" && (reason == "" || reason == "none") && strings.TrimSpace(jobs) == "" {
