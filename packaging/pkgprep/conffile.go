@@ -9,7 +9,8 @@ import (
 
 // conffileHeader opens /etc/gpuprep/gpuprep.toml as the packages install it.
 const conffileHeader = `# /etc/gpuprep/gpuprep.toml: gpuprep's configuration, read by gpuprep-prolog,
-# gpuprep-epilog and gpuprep-gres.
+# gpuprep-epilog, gpuprep-health and gpuprep-gres; srunwrap, the fifth
+# program, reads the copy the prolog publishes in /run/gpuprep.
 #
 # As installed, every setting below is commented out: the file sets
 # nothing, and the built-in values apply (lib/config/defaults.toml in the
