@@ -280,7 +280,8 @@ func countSamples(dir string) (map[string]int, error) {
 
 var promqlBlockRE = regexp.MustCompile("(?s)```promql\n(.*?)```")
 
-// readmeQueries are the README's ```promql blocks, one query each.
+// readmeQueries are the ```promql blocks of this directory's README.md
+// (examples/prometheus/README.md), one query each.
 func readmeQueries(t *testing.T) []string {
 	t.Helper()
 	var out []string

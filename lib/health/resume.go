@@ -46,7 +46,7 @@ func StandingXIDs(hist map[string]GPUHistory, h config.HealthSection, remapOK ma
 	return out
 }
 
-// clearedBy says what ends a standing Xid, for the log and the README:
+// clearedBy says what ends a standing Xid, for the log and docs/oncall.md:
 // "a reboot, the driver's recovery action back to none, or gpuprep-health
 // --clear" (and, for a memory error, its row remapping reading clear).
 func (s Standing) clearedBy() string {

@@ -10,7 +10,7 @@ import (
 	"gpuprep/internal/testroot"
 )
 
-// TestDemoOnEverySimulatedNode runs make demo's script, as the README
+// TestDemoOnEverySimulatedNode runs make demo's script, as README.md
 // advertises it, on each simulated node it accepts: it must end with exit
 // 0, no step may fail, and the steps a reader relies on must show what
 // they say (the forged Xid lines ignored, the driver's Xid failing the

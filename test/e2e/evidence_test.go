@@ -191,7 +191,7 @@ func decodeRecord(t *testing.T, code int, out, stderr string) evidence.Record {
 
 // TestEvidenceInSlurm: under the real Slurm of make test, a batch job on
 // a GPU drawing 500 W ends with `gpuprep-epilog --report --job
-// "$SLURM_JOB_ID"` (the job so far, in its output, as the README shows);
+// "$SLURM_JOB_ID"` (the job so far, in its output, as docs/users.md shows);
 // after it the epilog's record has the whole job, and a job without GPUs
 // has none.
 func TestEvidenceInSlurm(t *testing.T) {

@@ -21,7 +21,7 @@ inherits = "default"
 inherits = "default"
 `
 
-// TestJobChoosesProfile: a user picks a profile the two ways the README
+// TestJobChoosesProfile: a user picks a profile the two ways docs/users.md
 // gives, and the prolog of this release's slurmd sees it: --comment
 // "gpuprep=NAME" (SLURM_JOB_COMMENT) and --constraint=gpuprep_NAME on a node
 // with that feature (SLURM_JOB_CONSTRAINTS). Slurm passes both only when
