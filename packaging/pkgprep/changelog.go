@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -58,16 +59,50 @@ func parseChangelog(md []byte) ([]release, error) {
 	return rels, nil
 }
 
-// debianChangelog writes CHANGELOG.md's releases in Debian's changelog
-// format (deb-changelog(5)), which dpkg and lintian read from
-// /usr/share/doc/gpuprep/changelog.gz. The newest entry must be version.
-func debianChangelog(md []byte, pkg, version, maintainer string) ([]byte, error) {
+// breakingPrefix marks an item of CHANGELOG.md that breaks something an
+// older release's user relied on (the "Versioning" rule at its top): the
+// release tool holds the version's bump to it, and the packaged
+// changelogs carry it as "Breaking:".
+const breakingPrefix = "**Breaking:**"
+
+// packagedReleases are the releases the packages' changelogs list, newest
+// first, their items as plain text (plainItem); the newest must be
+// version, the VERSION file.
+func packagedReleases(md []byte, version string) ([]release, error) {
 	rels, err := parseChangelog(md)
 	if err != nil {
 		return nil, err
 	}
 	if len(rels) == 0 || rels[0].version != version {
 		return nil, fmt.Errorf("CHANGELOG.md: the newest release must be [%s] (the VERSION file), found %d releases", version, len(rels))
+	}
+	for i := range rels {
+		items := make([]string, len(rels[i].items))
+		for j, it := range rels[i].items {
+			items[j] = plainItem(it)
+		}
+		rels[i].items = items
+	}
+	return rels, nil
+}
+
+// plainItem is an item of CHANGELOG.md without its Markdown: no code
+// quotes, no bold ("**Breaking:** x" is "Breaking: x").
+func plainItem(item string) string {
+	return strings.NewReplacer("`", "", "**", "").Replace(item)
+}
+
+// releaseTime is the instant a release's date stands for in the
+// packages: noon UTC of the day, so that every time zone shows that day.
+func releaseTime(r release) time.Time { return r.date.Add(12 * time.Hour) }
+
+// debianChangelog writes CHANGELOG.md's releases in Debian's changelog
+// format (deb-changelog(5)), which dpkg and lintian read from
+// /usr/share/doc/gpuprep/changelog.gz. The newest entry must be version.
+func debianChangelog(md []byte, pkg, version, maintainer string) ([]byte, error) {
+	rels, err := packagedReleases(md, version)
+	if err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	for i, r := range rels {
@@ -76,11 +111,63 @@ func debianChangelog(md []byte, pkg, version, maintainer string) ([]byte, error)
 		}
 		fmt.Fprintf(&b, "%s (%s) unstable; urgency=medium\n\n", pkg, r.version)
 		for _, it := range r.items {
-			b.WriteString(wrap("  * ", "    ", strings.ReplaceAll(it, "`", ""), 78))
+			b.WriteString(wrap("  * ", "    ", it, 78))
 		}
-		// Noon UTC of the release day: a date, not an instant.
-		fmt.Fprintf(&b, "\n -- %s  %s\n", maintainer, r.date.Add(12*time.Hour).Format(time.RFC1123Z))
+		fmt.Fprintf(&b, "\n -- %s  %s\n", maintainer, releaseTime(r).Format(time.RFC1123Z))
 	}
+	return b.Bytes(), nil
+}
+
+// rpmChangelog writes the same releases as debianChangelog, with the same
+// items, in the YAML of github.com/goreleaser/chglog, which nfpm's
+// "changelog:" key reads and turns into the rpm's %changelog: one entry
+// per release, newest first, one change per item (its continuation lines
+// indented by two spaces, as rpm changelogs are).
+func rpmChangelog(md []byte, version, packager string) ([]byte, error) {
+	rels, err := packagedReleases(md, version)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("# The rpm's %changelog, made by packaging/pkgprep from CHANGELOG.md.\n")
+	for _, r := range rels {
+		fmt.Fprintf(&b, "- semver: %s\n  date: %s\n  packager: %s\n  changes:\n",
+			yamlString(r.version), releaseTime(r).Format(time.RFC3339), yamlString(packager))
+		for _, it := range r.items {
+			note := strings.TrimSuffix(wrap("", "  ", it, 78), "\n")
+			fmt.Fprintf(&b, "    - note: %s\n", yamlString(note))
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// yamlString quotes s as a YAML double-quoted scalar (JSON's string
+// escapes are YAML's too).
+func yamlString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// rpmConfig is the nfpm configuration the rpm is built from: nfpmYAML
+// (packaging/nfpm.yaml) with the key "changelog:" naming changelogPath.
+// The deb is built from nfpmYAML itself: nfpm expands no variable in that
+// key, no per-packager override sets it, and for a deb it would add
+// changelog.Debian.gz beside the native package's changelog.gz.
+func rpmConfig(nfpmYAML []byte, changelogPath string) ([]byte, error) {
+	for _, l := range strings.Split(string(nfpmYAML), "\n") {
+		if strings.HasPrefix(l, "changelog:") {
+			return nil, fmt.Errorf("nfpm configuration: it sets %q, which would give the deb a second changelog; pkgprep adds the rpm's", l)
+		}
+	}
+	var b bytes.Buffer
+	b.Write(nfpmYAML)
+	if len(nfpmYAML) > 0 && nfpmYAML[len(nfpmYAML)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "\n# Added by packaging/pkgprep: the rpm's %%changelog (CHANGELOG.md).\nchangelog: %s\n", yamlString(changelogPath))
 	return b.Bytes(), nil
 }
 

@@ -13,7 +13,10 @@
 //   - the DEP-5 copyright file, listing the licence of gpuprep and of every
 //     Go module compiled into the programs (read from the module cache;
 //     nothing is fetched);
-//   - the Debian changelog (changelog.gz) from CHANGELOG.md;
+//   - the Debian changelog (changelog.gz) and the rpm's (changelog.yml,
+//     chglog's YAML) from CHANGELOG.md, the same releases and items, and
+//     nfpm-rpm.yaml, the nfpm configuration of the rpm: packaging/nfpm.yaml
+//     with "changelog:" naming changelog.yml;
 //   - nfpm.env, the variables packaging/nfpm.yaml expands.
 //
 // Usage (the Makefile's package target runs it):
@@ -21,6 +24,9 @@
 //	go run ./packaging/pkgprep -version 0.1.0 -commit 0123456789ab \
 //	    -bin bin -rpm-bin bin/el8 -goroot "$(go env GOROOT)" \
 //	    -modcache "$(go env GOMODCACHE)" -out build/pkg
+//
+// `pkgprep release` cuts a release instead (`make release VERSION=x.y.z`;
+// release.go says what it checks and does).
 package main
 
 import (
@@ -47,9 +53,13 @@ type options struct {
 	maintainer       string
 	example          string
 	changelog        string
+	nfpmConfig       string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "release" {
+		os.Exit(releaseMain(os.Args[2:]))
+	}
 	var o options
 	flag.StringVar(&o.version, "version", "", "the release (the VERSION file)")
 	flag.StringVar(&o.commit, "commit", "", "the commit the programs were built from")
@@ -62,6 +72,7 @@ func main() {
 	flag.StringVar(&o.maintainer, "maintainer", "", "the packages' maintainer, \"Name <address>\"")
 	flag.StringVar(&o.example, "example", "examples/gpuprep.toml", "the example configuration")
 	flag.StringVar(&o.changelog, "changelog", "CHANGELOG.md", "the changelog")
+	flag.StringVar(&o.nfpmConfig, "nfpm", "packaging/nfpm.yaml", "the nfpm configuration (the rpm's gets its changelog key)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "pkgprep: %v\n", err)
@@ -143,33 +154,64 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	md, err := os.ReadFile(o.changelog)
-	if err != nil {
-		return fmt.Errorf("%w", err)
-	}
-	chlog, err := debianChangelog(md, "gpuprep", o.version, o.maintainer)
-	if err != nil {
-		return err
-	}
-	chlogGz, err := gzipN(chlog)
+	chlogs, err := changelogFiles(o)
 	if err != nil {
 		return err
 	}
 	env := fmt.Sprintf("GPUPREP_VERSION=%s\nGPUPREP_DEB_LIBC=%s\nGPUPREP_RPM_GLIBC=%s\nGPUPREP_RPM_BIN=%s\nGPUPREP_BIN=%s\nGPUPREP_WORK=%s\nGPUPREP_MAINTAINER=%s\n",
 		shq(o.version), shq("libc6 (>= "+debFloor.String()+")"), shq("glibc >= "+rpmDeclared.String()),
 		shq(o.rpmBin), shq(o.bin), shq(o.out), shq(o.maintainer))
-	for name, data := range map[string][]byte{
+	files := map[string][]byte{
 		"gpuprep.toml":  conf,
 		"copyright.deb": []byte(debCopyright),
 		"copyright.rpm": []byte(rpmCopyright),
-		"changelog.gz":  chlogGz,
 		"nfpm.env":      []byte(env),
-	} {
+	}
+	for name, data := range chlogs {
+		files[name] = data
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(o.out, name), data, 0o644); err != nil {
 			return fmt.Errorf("%w", err)
 		}
 	}
 	return nil
+}
+
+// changelogFiles are the packages' changelogs, made from the same
+// releases of CHANGELOG.md: the deb's changelog.gz, the rpm's
+// changelog.yml, and nfpm-rpm.yaml, the rpm's nfpm configuration that
+// names changelog.yml (by its absolute path: nfpm runs in the source tree).
+func changelogFiles(o options) (map[string][]byte, error) {
+	md, err := os.ReadFile(o.changelog)
+	if err != nil {
+		return nil, fmt.Errorf("%w", err)
+	}
+	deb, err := debianChangelog(md, "gpuprep", o.version, o.maintainer)
+	if err != nil {
+		return nil, err
+	}
+	debGz, err := gzipN(deb)
+	if err != nil {
+		return nil, err
+	}
+	rpm, err := rpmChangelog(md, o.version, o.maintainer)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := os.ReadFile(o.nfpmConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%w", err)
+	}
+	abs, err := filepath.Abs(filepath.Join(o.out, "changelog.yml"))
+	if err != nil {
+		return nil, fmt.Errorf("%w", err)
+	}
+	rpmConf, err := rpmConfig(conf, abs)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{"changelog.gz": debGz, "changelog.yml": rpm, "nfpm-rpm.yaml": rpmConf}, nil
 }
 
 // checkVersion runs `bin --version` and compares with what the Makefile
