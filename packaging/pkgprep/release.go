@@ -193,7 +193,7 @@ func makeRelease(dir string, p *releasePlan) error {
 	steps := [][]string{
 		{"add", "--", "CHANGELOG.md", "VERSION"},
 		{"commit", "-q", "-m", "Release " + p.to.String(), "--", "CHANGELOG.md", "VERSION"},
-		{"tag", "-a", "v" + p.to.String(), "-m", "gpuprep " + p.to.String() + "\n\n" + p.notes},
+		{"tag", "-a", "--cleanup=whitespace", "v" + p.to.String(), "-m", "gpuprep " + p.to.String() + "\n\n" + p.notes},
 	}
 	for _, args := range steps {
 		if _, err := git(dir, args...); err != nil {
