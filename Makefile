@@ -21,7 +21,7 @@ SIMBINS := $(BINS:bin/%=bin/sim/%)
 SIMTOOLS := bin/sim/nvidia-cuda-mps-control
 
 .PHONY: all build test unit e2e deps demo bench install uninstall man package lint fuzz fixtures clean
-.PHONY: vm-image test-node vm el8 test-matrix
+.PHONY: vm-image test-node vm el8 test-matrix release
 
 all: build
 
@@ -186,8 +186,10 @@ man:
 # package builds dist/gpuprep_$(VERSION)_amd64.deb and
 # dist/gpuprep-$(VERSION)-1.x86_64.rpm with nfpm (packaging/nfpm.yaml;
 # packaging/pkgprep computes the glibc each needs and writes the copyright
-# file, the commented configuration and the Debian changelog into
-# $(PKGBUILD)). The rpm's cgo programs are built for glibc 2.28 into
+# file, the commented configuration, and the deb's and the rpm's changelogs
+# (CHANGELOG.md's releases, alike) into $(PKGBUILD); the rpm is built from
+# $(PKGBUILD)/nfpm-rpm.yaml, nfpm.yaml with the changelog key). The rpm's
+# cgo programs are built for glibc 2.28 into
 # bin/el8/ by packaging/el8/build.sh (zig cc); where zig cannot be had
 # (its exit status 3) they come from bin/ and the rpm requires the glibc
 # those need (2.34: not EL8), with a warning; in CI (CI=true) that fails.
@@ -202,12 +204,22 @@ package: $(BINS) man
 		-goroot "$$($(GO) env GOROOT)" -modcache "$$($(GO) env GOMODCACHE)" -maintainer '$(MAINTAINER)' -out $(PKGBUILD)
 	set -a && . $(PKGBUILD)/nfpm.env && set +a && nfpm=$$($(GO) tool -n nfpm) && \
 	$$nfpm package -f packaging/nfpm.yaml -p deb -t $(DIST)/gpuprep_$(VERSION)_amd64.deb && \
-	$$nfpm package -f packaging/nfpm.yaml -p rpm -t $(DIST)/gpuprep-$(VERSION)-1.x86_64.rpm
+	$$nfpm package -f $(PKGBUILD)/nfpm-rpm.yaml -p rpm -t $(DIST)/gpuprep-$(VERSION)-1.x86_64.rpm
 
 # el8 builds bin/el8/: the cgo programs for glibc 2.28 (RHEL/Rocky 8) with
 # zig cc; packaging/el8/README.md says how.
 el8:
 	GPUPREP_LDFLAGS='$(LDFLAGS)' bash packaging/el8/build.sh
+
+# release cuts release x.y.z from a clean tree: make release VERSION=x.y.z
+# checks the version against VERSION and CHANGELOG.md's rule, moves
+# [Unreleased] under "## [x.y.z] - <today UTC>", writes VERSION, commits
+# and tags vx.y.z (packaging/pkgprep/release.go); DRYRUN=1 only checks and
+# prints what it would do.
+release:
+	$(if $(filter command line,$(origin VERSION)),,$(error make release: name the new version: make release VERSION=x.y.z [DRYRUN=1]))
+	@mkdir -p build && $(GO) build -o build/pkgprep ./packaging/pkgprep
+	@build/pkgprep release -version '$(VERSION)' $(if $(DRYRUN),-dry-run)
 
 clean:
 	rm -rf bin build dist
