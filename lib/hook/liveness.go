@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"gpuprep/lib/plan"
 	"gpuprep/lib/slurm"
 )
 
@@ -11,8 +12,20 @@ import (
 // but its epilog never ran.
 type Released struct {
 	Job    string `json:"job"`
-	Kind   string `json:"kind"` // "reboot", "cgroup" or "age" (the metric's label)
+	Kind   string `json:"kind"` // "reboot", "cgroup", "age" or "forced" (the metric's label)
 	Reason string `json:"reason"`
+	// Restored is what its release changed (a knob no other job holds
+	// went back to its baseline).
+	Restored []plan.Change `json:"restored,omitempty"`
+}
+
+// noteRestored records on job's Released entry what its release changed.
+func noteRestored(out *Outcome, job string, changes []plan.Change) {
+	for i := range out.Released {
+		if out.Released[i].Job == job {
+			out.Released[i].Restored = changes
+		}
+	}
 }
 
 // deadJobs finds the jobs with a record in the spool that are over although

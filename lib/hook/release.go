@@ -34,6 +34,8 @@ func releaseJob(ctx context.Context, o *run, s *spoolState, rec *JobRecord, out 
 	p := plan.Release(rec.Job, holds, now, defaults(o, knobs), s.nodeState())
 	if !other {
 		out.Changes = p.Changes
+	} else {
+		noteRestored(out, rec.Job, p.Changes)
 	}
 	out.Warnings = append(out.Warnings, p.Warnings...)
 	if o.DryRun {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"gpuprep/lib/rundir"
+	"gpuprep/lib/state"
 )
 
 // gpuprep's run directory, /run/gpuprep (lib/rundir), is opened once per
@@ -38,9 +39,22 @@ func openRunDir(o *run, out *Outcome) error {
 		if o.rd.dir, o.rd.err = open(o.Root, opt); o.rd.err != nil {
 			o.rd.err = nodeErrorf("run directory: %v", o.rd.err)
 		}
+		noteFormats(o)
 	}
 	noteMoved(o, out)
 	return o.rd.err
+}
+
+// noteFormats says, once per run, that the spool or the run directory was
+// written by an older gpuprep (a package upgraded while jobs ran: their
+// settings are restored from it as they were recorded).
+func noteFormats(o *run) {
+	if o.Spool != nil && o.Spool.Format() < state.Format {
+		o.Log.Info("state dir of an older gpuprep, read in its format", "dir", o.Spool.Dir(), "format", o.Spool.Format(), "current", state.Format)
+	}
+	if o.rd.dir != nil && o.rd.dir.Format() < rundir.Format {
+		o.Log.Info("run directory of an older gpuprep, read in its format", "format", o.rd.dir.Format(), "current", rundir.Format)
+	}
 }
 
 // noteMoved logs what the run directory moved aside, and adds it to out's

@@ -34,6 +34,9 @@ func newFlagSet(op string, f *flags, stderr io.Writer) *pflag.FlagSet {
 		fs.StringArrayVar(&f.fleet.from, "from", nil, "with --report: a fleet summary of the drift files `PATH` names instead of this node's spool; repeatable; PATH is "+fleet.Layout)
 		fs.IntVar(&f.fleet.top, "top", fleet.DefaultTop, "with --report --from: how many nodes TOP NODES lists (0: all)")
 		f.fleet.fs = fs
+		fs.BoolVar(&f.held, "held", false, "list the jobs whose settings this node holds, read only; exit 0 (none), 1 (some: removing gpuprep is refused) or 2")
+		fs.BoolVar(&f.restoreAll, "restore-all", false, "put the node back at its baseline: release every job that is over (and, with --force, those that still look alive), as their epilogs would")
+		fs.BoolVar(&f.force, "force", false, "with --restore-all: also release jobs that still look alive")
 	}
 	return fs
 }

@@ -45,6 +45,9 @@ type flags struct {
 	since       time.Duration
 	fleet       fleetFlags // --report --from (report.go)
 	health      bool
+	held        bool // --held (restoreall.go)
+	restoreAll  bool // --restore-all
+	force       bool // --restore-all --force
 }
 
 // Prolog is gpuprep-prolog: it applies the job's tuning profile. It reads
@@ -112,7 +115,7 @@ func openLogs(op, prog string, f *flags, cfg *config.Config, getenv func(string)
 		level = slog.LevelDebug
 	}
 	underSlurm := getenv("SLURM_SCRIPT_CONTEXT") != ""
-	readOnly := f.dryRun || f.report
+	readOnly := f.dryRun || f.report || f.held
 	logFile := cfg.General.LogFile
 	if readOnly {
 		logFile = ""
@@ -125,6 +128,9 @@ func openLogs(op, prog string, f *flags, cfg *config.Config, getenv func(string)
 // the fleet report (--report --from: no spool), this node's drift report
 // (--report), or the hook itself, and returns its exit code.
 func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, logs *cli.Logs, getenv func(string) string, stdout, stderr io.Writer) int {
+	if err := nodeModeFlags(f); err != nil {
+		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
+	}
 	switch {
 	case f.job != "":
 		return jobReport(f, cfg, stdout, stderr, prog) // reads the job's evidence only
@@ -132,6 +138,10 @@ func run(ctx context.Context, op, prog string, f *flags, cfg *config.Config, log
 		return fleetReport(ctx, f, stdout, stderr, prog) // reads --from only: no spool
 	case f.report:
 		return report(op, prog, f, cfg, logs, stdout, stderr)
+	case f.held:
+		return held(prog, f, cfg, stdout, stderr) // reads the spool only
+	case f.restoreAll:
+		return restoreAll(ctx, prog, f, cfg, logs, stdout, failer(logs.Daemon, "restore-all", prog, stderr))
 	}
 	return runHook(ctx, op, prog, f, cfg, logs, getenv, stdout, stderr)
 }
@@ -199,7 +209,7 @@ func openSpool(f *flags, cfg *config.Config) (*state.Spool, int, error) {
 		dir = cfg.General.StateDir
 	}
 	open := state.Open
-	if f.dryRun || f.report {
+	if f.dryRun || f.report || f.held {
 		open = state.OpenReadOnly // creates nothing; an absent spool is empty
 	}
 	if f.report {
@@ -274,6 +284,8 @@ may run; 1: a node problem (first stderr line: the reason); 2: bad input.
        gpuprep-epilog --report [--since 24h] [--json]
        gpuprep-epilog --report --from PATH [--from PATH ...] [--since 24h] [--top N] [--json]
        gpuprep-epilog --report --job ID [--from PATH ...] [--json]
+       gpuprep-epilog --held [--json]
+       gpuprep-epilog --restore-all [--force] [--dry-run]
 
 Slurm Epilog (Epilog= in slurm.conf): records drift of every knob the prolog
 set, and restores the node's baseline when the last job using a knob ends.
@@ -290,7 +302,10 @@ its energy per GPU-hour. --report --job ID prints what job ID's GPUs did
 on this node (energy, throttling, errors, settings, drift), so far while
 it runs; anyone may run it, and the job's user can read their own job's
 record; with --from it merges the job's parts collected from many nodes.
-Exit codes as for gpuprep-prolog.`
+--held lists the jobs whose settings the node holds (exit 1 when any do:
+the package's removal is refused then). --restore-all puts the node back
+at its baseline: it releases the jobs that are over and refuses those that
+still look alive, unless --force. Exit codes as for gpuprep-prolog.`
 }
 
 // jobFromEnvAndFlags reads the job from Slurm's environment, with the --job-*

@@ -154,7 +154,11 @@ func describeReleased(r hook.Released, dryRun bool) string {
 	if dryRun {
 		verb = "would release"
 	}
-	return fmt.Sprintf("%s job %s: %s", verb, r.Job, r.Reason)
+	line := fmt.Sprintf("%s job %s: %s", verb, r.Job, r.Reason)
+	for _, c := range r.Restored {
+		line += fmt.Sprintf("\n  %s@%s %s -> %s", c.ID.Name, c.ID.Scope, hook.ShowValue(c.From), hook.ShowValue(c.To))
+	}
+	return line
 }
 
 // describeMIGCheck is one line for the MIG layout check of a GPU.

@@ -25,9 +25,11 @@ var ErrNewer = dirfd.ErrNewer
 
 // format writes the format file of a spool just made, or reads the one
 // there (the spool's owner's, written by it alone) and refuses a newer
-// format.
+// format. An older format's spool is read as it is (format 0 and 1 share
+// one layout; nothing is added to it); Format() says what was found.
 func (s *Spool) format(made bool) error {
 	if made {
+		s.found = Format
 		return s.d.WriteVersion(FormatName, Format, dirfd.Write{Mode: 0o600, Op: "spool"})
 	}
 	v, err := s.d.ReadVersion(FormatName, dirfd.Read{Check: func(st *unix.Stat_t) error {
@@ -39,5 +41,11 @@ func (s *Spool) format(made bool) error {
 	if err != nil {
 		return fmt.Errorf("state dir %s: %w", s.dir, err)
 	}
+	s.found = v
 	return dirfd.CheckVersion("state dir "+s.dir, v, Format)
 }
+
+// Format is the format version the spool was found in (0: no format
+// file, as release 0.1.0 left it), or made in; an older one than Format
+// was read as its own.
+func (s *Spool) Format() int { return s.found }

@@ -86,3 +86,24 @@ func listing(t *testing.T, dir string) string {
 	fi, _ := os.Stat(dir)
 	return b.String() + fi.Mode().String() + " " + fi.ModTime().String()
 }
+
+// Format says which format the spool was found in: 0 for release 0.1.0's,
+// Format for one made now.
+func TestFormatFound(t *testing.T) {
+	sp, err := Open(legacySpool(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if sp.Format() != 0 {
+		t.Errorf("0.1.0's spool: Format() = %d, want 0", sp.Format())
+	}
+	made, err := Open(filepath.Join(t.TempDir(), "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer made.Close()
+	if made.Format() != Format {
+		t.Errorf("a new spool: Format() = %d, want %d", made.Format(), Format)
+	}
+}

@@ -32,6 +32,7 @@ type Spool struct {
 	d        *dirfd.Dir // nil: a read-only spool whose directory does not exist
 	fd       int        // d's descriptor; -1 without d
 	readOnly bool       // OpenReadOnly: every write fails
+	found    int        // the format found at Open (format.go)
 	once     sync.Once
 }
 
@@ -58,7 +59,7 @@ func open(dir string, readOnly bool) (*Spool, error) {
 	dir = filepath.Clean(dir)
 	parent, err := openParent(dir, !readOnly)
 	if readOnly && errors.Is(err, fs.ErrNotExist) {
-		return &Spool{dir: dir, fd: -1, readOnly: true}, nil
+		return &Spool{dir: dir, fd: -1, readOnly: true, found: Format}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func open(dir string, readOnly bool) (*Spool, error) {
 	defer parent.Close()
 	d, made, err := openSpoolDir(parent, dir, readOnly)
 	if readOnly && errors.Is(err, fs.ErrNotExist) {
-		return &Spool{dir: dir, fd: -1, readOnly: true}, nil
+		return &Spool{dir: dir, fd: -1, readOnly: true, found: Format}, nil
 	}
 	if err != nil {
 		return nil, err
