@@ -134,7 +134,8 @@ func rpmChangelog(md []byte, version, packager string) ([]byte, error) {
 		fmt.Fprintf(&b, "- semver: %s\n  date: %s\n  packager: %s\n  changes:\n",
 			yamlString(r.version), releaseTime(r).Format(time.RFC3339), yamlString(packager))
 		for _, it := range r.items {
-			note := strings.TrimSuffix(wrap("", "  ", it, 78), "\n")
+			// rpm prints the note after "- ": wrapped with it, then cut.
+			note := strings.TrimSuffix(strings.TrimPrefix(wrap("- ", "  ", it, 78), "- "), "\n")
 			fmt.Fprintf(&b, "    - note: %s\n", yamlString(note))
 		}
 	}

@@ -150,6 +150,11 @@ func TestPackagedChangelogsAgree(t *testing.T) {
 		var rItems []string
 		for _, c := range r.Changes {
 			rItems = append(rItems, strings.Join(strings.Fields(c.Note), " "))
+			for _, l := range strings.Split("- "+c.Note, "\n") {
+				if len(l) > 78 {
+					t.Errorf("rpm: a line of %d columns: %q", len(l), l)
+				}
+			}
 		}
 		got := debEntry{r.Semver, r.Date.UTC().Format(time.RFC3339), rItems}
 		if !reflect.DeepEqual(d, want) || !reflect.DeepEqual(got, want) {
