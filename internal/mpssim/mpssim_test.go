@@ -215,7 +215,10 @@ func TestFailStart(t *testing.T) {
 // GPUPREP_MPSSIM_LIFE gives; a bad value is refused.
 func TestLife(t *testing.T) {
 	n := newNode(t, MarkerServer)
-	n.lifeEnv = "1s"
+	// Long enough for the steps below on a loaded machine (at 1 s the
+	// daemon was gone before get_server_list in CI), short enough to wait.
+	const life = 5 * time.Second
+	n.lifeEnv = life.String()
 	if out, rc := n.run("", "-d"); rc != 0 {
 		t.Fatalf("-d: exit %d: %s", rc, out)
 	}
@@ -227,7 +230,11 @@ func TestLife(t *testing.T) {
 		t.Fatalf("get_server_list: %q", out)
 	}
 	n.stop(server)
-	time.Sleep(time.Second)
+	// Each gone call waits up to 2 s; a slow machine gets its life four
+	// times over.
+	time.Sleep(life)
+	for deadline := time.Now().Add(4 * life); time.Now().Before(deadline) && !(gone(pid) && gone(server)); {
+	}
 	if !gone(pid) || !gone(server) {
 		t.Errorf("after its life: daemon %d gone %v, server %d gone %v; want both gone", pid, gone(pid), server, gone(server))
 	}
