@@ -46,8 +46,12 @@ func TestDebInstall(t *testing.T) {
 				t.Errorf("dpkg-query in %s: %q", rel, out)
 			}
 
-			// The configuration as installed sets nothing and loads.
+			// No configuration is shipped: the admin writes one, from the
+			// example; dpkg never asks about it and purge removes it.
 			conf := filepath.Join(root, "etc/gpuprep/gpuprep.toml")
+			if _, err := os.Stat(conf); !os.IsNotExist(err) {
+				t.Errorf("the package installed %s (%v): it ships none", conf, err)
+			}
 			edited := "[general]\nlog_level = \"debug\"\n"
 			if err := os.WriteFile(conf, []byte(edited), 0o644); err != nil {
 				t.Fatal(err)
@@ -63,9 +67,15 @@ func TestDebInstall(t *testing.T) {
 			if b := mustRead(t, conf); string(b) != edited {
 				t.Errorf("after dpkg -r, gpuprep.toml reads %q: an admin's file must stay until purge", b)
 			}
+			left := leaveGpuprepFiles(t, root)
 			in("dpkg", "--purge", "gpuprep")
-			if _, err := os.Stat(conf); !os.IsNotExist(err) {
-				t.Errorf("after dpkg --purge, gpuprep.toml: %v", err)
+			if found := gpuprepFiles(t, root); len(found) > 0 {
+				t.Errorf("after dpkg --purge these gpuprep files remain: %v", found)
+			}
+			for _, keep := range left.others {
+				if _, err := os.Stat(filepath.Join(root, keep)); err != nil {
+					t.Errorf("dpkg --purge removed %s, not gpuprep's: %v", keep, err)
+				}
 			}
 		})
 	}

@@ -157,7 +157,6 @@ var packagedFiles = map[string]os.FileMode{
 	"/usr/sbin/gpuprep-gres":                              0o755,
 	"/usr/sbin/gpuprep-health":                            0o755,
 	"/usr/bin/srunwrap":                                   0o755,
-	"/etc/gpuprep/gpuprep.toml":                           0o644,
 	"/etc/logrotate.d/gpuprep":                            0o644,
 	"/usr/lib/tmpfiles.d/gpuprep.conf":                    0o644,
 	"/usr/lib/gpuprep/irqbalance-policy":                  0o755,
@@ -172,6 +171,10 @@ var packagedFiles = map[string]os.FileMode{
 	"/usr/share/doc/gpuprep/copyright":                    0o644,
 	"/usr/share/doc/gpuprep/README.md":                    0o644,
 	"/usr/share/doc/gpuprep/CHANGELOG.md":                 0o644,
+	"/usr/share/doc/gpuprep/docs/admin.md":                0o644,
+	"/usr/share/doc/gpuprep/docs/users.md":                0o644,
+	"/usr/share/doc/gpuprep/docs/oncall.md":               0o644,
+	"/usr/share/doc/gpuprep/docs/COMPATIBILITY.md":        0o644,
 	"/usr/share/doc/gpuprep/examples/slurm.conf.fragment": 0o644,
 	"/usr/share/doc/gpuprep/examples/gpuprep.toml":        0o644,
 	"/usr/share/doc/gpuprep/examples/health-models.toml":  0o644,
@@ -189,8 +192,9 @@ var rpmOnly = map[string]os.FileMode{
 }
 
 // conffiles are the files the package manager keeps once the admin edited
-// them.
-var conffiles = []string{"/etc/gpuprep/gpuprep.toml", "/etc/logrotate.d/gpuprep"}
+// them. gpuprep.toml is not one: a missing file is the built-in defaults,
+// and the admin writes their own from the example under /usr/share/doc.
+var conffiles = []string{"/etc/logrotate.d/gpuprep"}
 
 func merge(a, b map[string]os.FileMode) map[string]os.FileMode {
 	m := map[string]os.FileMode{}
