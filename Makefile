@@ -54,7 +54,7 @@ deps:
 # cgroup plugin; vm-image builds its image first, once per machine). Fixture
 # roots are unpacked in /dev/shm when it is a tmpfs with 4 GiB free. The
 # 60-minute limit leaves room for a slower or busier machine inside CI's 90;
-# README.md gives the times measured.
+# docs/TESTING.md gives the times measured.
 test: deps lint build vm-image
 	$(GO) test -count=1 -timeout 60m ./...
 
@@ -193,6 +193,9 @@ man:
 # bin/el8/ by packaging/el8/build.sh (zig cc); where zig cannot be had
 # (its exit status 3) they come from bin/ and the rpm requires the glibc
 # those need (2.34: not EL8), with a warning; in CI (CI=true) that fails.
+# Two builds of one commit are byte-identical: every file's time and the
+# packages' build time are the commit's (SOURCE_DATE_EPOCH, unless set),
+# and the rpm's build host is fixed (nfpm.yaml).
 DIST ?= dist
 PKGBUILD ?= build/pkg
 MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' -- VERSION 2>/dev/null | grep . || echo 'The gpuprep Authors <authors@gpuprep.invalid>')
@@ -203,6 +206,8 @@ package: $(BINS) man
 	$(GO) run ./packaging/pkgprep -version $(VERSION) -commit $(COMMIT) -bin bin -rpm-bin $$rpmbin \
 		-goroot "$$($(GO) env GOROOT)" -modcache "$$($(GO) env GOMODCACHE)" -maintainer '$(MAINTAINER)' -out $(PKGBUILD)
 	set -a && . $(PKGBUILD)/nfpm.env && set +a && nfpm=$$($(GO) tool -n nfpm) && \
+	export GPUPREP_HOMEPAGE='$(HOMEPAGE)' && \
+	export SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} && \
 	$$nfpm package -f packaging/nfpm.yaml -p deb -t $(DIST)/gpuprep_$(VERSION)_amd64.deb && \
 	$$nfpm package -f $(PKGBUILD)/nfpm-rpm.yaml -p rpm -t $(DIST)/gpuprep-$(VERSION)-1.x86_64.rpm
 

@@ -5,7 +5,7 @@
 # compiles its oracle of Slurm's core numbering against libhwloc), and strace
 # (the crash tests kill the hooks at chosen syscalls with it), acl (getfacl:
 # the job evidence's ACL entry is read back with it), and what
-# test/pkgtest checks the packages with: lintian, rpm, debootstrap, man-db,
+# test/pkgtest checks the packages with: lintian, rpm, rpm2cpio, cpio, debootstrap, man-db,
 # groff and logrotate, and what examples/prometheus tests its rules and
 # dashboard with: prometheus (promtool) and prometheus-node-exporter, without
 # their Recommends (prometheus-node-exporter-collectors would add timers).
@@ -26,7 +26,7 @@ have() {
 
 # The packages test/pkgtest needs (groff-base has groff; man-db has man),
 # and npm, which fetches zig for the EL8 build (packaging/el8).
-pkgtools="lintian rpm debootstrap man-db groff-base logrotate acl"
+pkgtools="lintian rpm rpm2cpio cpio debootstrap man-db groff-base logrotate acl"
 have npm || pkgtools="$pkgtools npm"
 # What examples/prometheus's tests run: promtool (package prometheus),
 # prometheus and prometheus-node-exporter.
@@ -34,7 +34,7 @@ promtools="prometheus prometheus-node-exporter"
 
 missing=""
 for c in slurmctld slurmd munged srun sbatch scontrol sinfo squeue scancel lstopo-no-graphics strace \
-	lintian rpm debootstrap man groff logrotate getfacl npm promtool prometheus prometheus-node-exporter; do
+	lintian rpm rpm2cpio cpio debootstrap man groff logrotate getfacl npm promtool prometheus prometheus-node-exporter; do
 	have "$c" || missing="$missing $c"
 done
 have cc || missing="$missing cc"

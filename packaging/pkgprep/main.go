@@ -154,6 +154,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	rpmCopyright = withStartFiles(rpmCopyright, o.rpmBin)
 	chlogs, err := changelogFiles(o)
 	if err != nil {
 		return err
