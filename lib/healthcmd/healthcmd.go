@@ -23,6 +23,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
+	"gpuprep/lib/hookcmd"
 	"gpuprep/lib/host"
 	"gpuprep/lib/probefleet"
 	"gpuprep/lib/slurm"
@@ -65,6 +66,7 @@ type healthFlags struct {
 	clear       string // --clear GPU|all
 	reason      string // --reason TEXT, with --clear
 	explain     string // --explain CODE|list
+	checkConfig bool   // --check-config: hookcmd.CheckConfig
 }
 
 const healthUsage = `usage: gpuprep-health [flags]
@@ -123,6 +125,10 @@ func Main(e cli.Env) int {
 	if err != nil {
 		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
 	}
+	if f.checkConfig {
+		// The configuration is the hooks': check it as they do, read-only.
+		return hookcmd.CheckConfig(prog, &f.common, cfg, e.Getenv, e.Stdout, e.Stderr)
+	}
 	level, err := f.common.Level(cfg)
 	if err != nil {
 		return cli.Fail(e.Stderr, prog, cli.ExitBadInput, err)
@@ -163,6 +169,7 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	fs := cli.NewFlagSet("gpuprep-health", healthUsage, stderr)
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
+	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and check it against this node read-only, as gpuprep-prolog --check-config does; exit 0 (ok), 2 (invalid) or 1 (a prolog or health run here would fail)")
 	fs.StringVar(&f.node, "node", "", "the node's Slurm name (default SLURMD_NODENAME, else the short host name)")
 	fs.BoolVar(&f.noDrain, "no-drain", false, "leave draining and resuming to the caller (LBNL NHC's check_cmd_status): never call scontrol; exit 1 while a check fails fatally (a standing fatal Xid too)")
 	fs.StringVar(&f.clear, "clear", "", "end the standing Xids of a GPU (its index, PCI bus id or UUID) or of \"all\", with --reason; root only; recorded in the log, the state and gpuprep-health.prom")

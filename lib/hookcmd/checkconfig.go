@@ -26,8 +26,9 @@ import (
 // drain it: the default profile does not fit its GPUs or requires a knob
 // it cannot apply, a GPU's MIG layout is not the one [mig] wants, or a
 // fatal health check fails. getenv gives SLURMD_NODENAME ([mig.nodes];
-// else the host name).
-func checkConfig(prog string, c *cli.Common, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
+// else the host name). gpuprep-health's --check-config is the same check
+// (CheckConfig): the file and node are the hooks'.
+func CheckConfig(prog string, c *cli.Common, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
 	for _, name := range cfg.ProfileNames() {
 		if _, err := cfg.Profile(name); err != nil {
 			return cli.Fail(stderr, prog, cli.ExitBadInput, err)

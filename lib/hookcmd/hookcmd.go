@@ -75,7 +75,7 @@ func command(op string, e cli.Env) int {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	if f.checkConfig {
-		return checkConfig(prog, &f.common, cfg, getenv, stdout, stderr)
+		return CheckConfig(prog, &f.common, cfg, getenv, stdout, stderr)
 	}
 	if f.health {
 		return healthCheck(prog, &f, cfg, stdout, stderr)

@@ -27,8 +27,15 @@ func TestRPM(t *testing.T) {
 		}
 	}
 	for p := range listed {
-		if _, ok := want[p]; !ok && p != "/etc/gpuprep" {
+		if _, ok := want[p]; !ok && !rpmDirs[p] {
 			t.Errorf("rpm: unexpected %s", p)
+		}
+	}
+	// rpm -e removes a directory only when a package owns it: gpuprep's
+	// own directories are the rpm's.
+	for d := range rpmDirs {
+		if !listed[d] {
+			t.Errorf("rpm: does not own its directory %s", d)
 		}
 	}
 
@@ -110,4 +117,15 @@ func contains(list []string, want ...string) bool {
 		}
 	}
 	return true
+}
+
+// rpmDirs are the directories the rpm owns: gpuprep's own, never the
+// system's (/usr/share/doc, /usr/lib/systemd/system...).
+var rpmDirs = map[string]bool{
+	"/etc/gpuprep":                    true,
+	"/usr/lib/gpuprep":                true,
+	"/usr/share/doc/gpuprep":          true,
+	"/usr/share/doc/gpuprep/docs":     true,
+	"/usr/share/doc/gpuprep/examples": true,
+	"/usr/share/licenses/gpuprep":     true,
 }

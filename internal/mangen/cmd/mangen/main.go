@@ -1,6 +1,7 @@
 // Command mangen writes gpuprep's man pages: gpuprep-prolog(8),
 // gpuprep-epilog(8), gpuprep-gres(8), srunwrap(1) and gpuprep.toml(5),
-// as plain roff below -out (man8/gpuprep-prolog.8, ...), from the
+// as plain roff below -out (man8/gpuprep-prolog.8, ...), and each
+// program's bash completion (bash-completion/gpuprep-prolog, ...), from the
 // programs' flag sets, lib/config's schema and defaults,
 // examples/gpuprep.toml and docs/man. The date is SOURCE_DATE_EPOCH's,
 // else the last commit's; the version -version, else the VERSION file's.
@@ -35,6 +36,11 @@ func main() {
 		o.Version = mangen.FileVersion(*root)
 	}
 	files, err := mangen.Generate(o, *out)
+	if err == nil {
+		var more []string
+		more, err = mangen.GenerateCompletions(*out)
+		files = append(files, more...)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mangen:", err)
 		os.Exit(1)
