@@ -2,9 +2,11 @@ package mangen
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,7 +49,7 @@ func (p Page) Completion() []byte {
 	fmt.Fprintf(&b, "%s() {\n\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n", fn)
 	if len(choices) > 0 {
 		b.WriteString("\tcase $prev in\n")
-		for _, f := range sortedChoiceFlags(choices) {
+		for _, f := range slices.Sorted(maps.Keys(choices)) {
 			fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W '%s' -- \"$cur\")); return ;;\n", f, choices[f])
 		}
 		b.WriteString("\tesac\n")
@@ -56,15 +58,6 @@ func (p Page) Completion() []byte {
 	b.WriteString("\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n}\n")
 	fmt.Fprintf(&b, "complete -o filenames -F %s %s\n", fn, p.Name)
 	return []byte(b.String())
-}
-
-func sortedChoiceFlags(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // GenerateCompletions writes each program's bash completion below dir

@@ -167,19 +167,11 @@ func runHook(ctx context.Context, op, prog string, f *flags, cfg *config.Config,
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
 	}
-	if m := sdunits.New(ctx, o.Root); m != nil {
-		// systemd's units are confined through systemd (D-Bus), under
-		// this run's deadline.
-		o.Units = m
-		defer m.Close()
+	done, err := prepareEngine(ctx, f, sp, o)
+	if err != nil {
+		return fail(cli.ExitMismatch, err)
 	}
-	if !f.dryRun {
-		unlock, err := sp.Lock(ctx)
-		if err != nil {
-			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
-		}
-		defer unlock()
-	}
+	defer done()
 	var out *hook.Outcome
 	var runErr error
 	if op == "prolog" {
@@ -188,6 +180,31 @@ func runHook(ctx context.Context, op, prog string, f *flags, cfg *config.Config,
 		out, runErr = hook.Epilog(ctx, o)
 	}
 	return conclude(op, prog, f, cfg, sp, o, out, runErr, stdout, fail)
+}
+
+// prepareEngine readies a run of the engine: systemd's units are confined
+// through systemd (D-Bus) under the run's deadline, and, but in a dry run,
+// the node lock is taken. done lets go of both.
+func prepareEngine(ctx context.Context, f *flags, sp *state.Spool, o *hook.Options) (done func(), err error) {
+	var closers []func()
+	done = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if m := sdunits.New(ctx, o.Root); m != nil {
+		o.Units = m
+		closers = append(closers, m.Close)
+	}
+	if !f.dryRun {
+		unlock, err := sp.Lock(ctx)
+		if err != nil {
+			done()
+			return nil, fmt.Errorf("node lock: %w", err)
+		}
+		closers = append(closers, func() { unlock() })
+	}
+	return done, nil
 }
 
 // failer returns what a run calls on a failure: it logs the failure to the

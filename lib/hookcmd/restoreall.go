@@ -12,7 +12,6 @@ import (
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
 	"gpuprep/lib/hook"
-	"gpuprep/lib/isolate/sdunits"
 	"gpuprep/lib/slurm"
 )
 
@@ -97,17 +96,11 @@ func restoreAll(ctx context.Context, prog string, f *flags, cfg *config.Config, 
 	if err != nil {
 		return fail(cli.ExitBadInput, err)
 	}
-	if m := sdunits.New(ctx, o.Root); m != nil {
-		o.Units = m
-		defer m.Close()
+	done, err := prepareEngine(ctx, f, sp, o)
+	if err != nil {
+		return fail(cli.ExitMismatch, err)
 	}
-	if !f.dryRun {
-		unlock, err := sp.Lock(ctx)
-		if err != nil {
-			return fail(cli.ExitMismatch, fmt.Errorf("node lock: %w", err))
-		}
-		defer unlock()
-	}
+	defer done()
 	out, runErr := hook.RestoreAll(ctx, o, f.force)
 	logOutcome(o.Log, out, runErr)
 	printRestoreAll(stdout, out, f.common.JSON)
