@@ -17,7 +17,7 @@ import (
 
 // el8Programs are the cgo programs packaging/el8/build.sh builds; srunwrap
 // is static (no libc at all) and has no EL8 build.
-var el8Programs = []string{"gpuprep-prolog", "gpuprep-epilog", "gpuprep-gres"}
+var el8Programs = []string{"gpuprep-prolog", "gpuprep-epilog", "gpuprep-gres", "gpuprep-health"}
 
 // nozigStatus is build.sh's exit status when zig cannot be installed (no
 // npm, no registry, another host architecture).
@@ -133,7 +133,7 @@ var (
 )
 
 // pairBins returns the EL8 build and the ordinary build of one program
-// (gpuprep-gres, gpuprep-prolog, gpuprep-epilog), built once per test binary
+// (gpuprep-gres, gpuprep-prolog, gpuprep-epilog, gpuprep-health), built once per test binary
 // into a temporary directory with the same -trimpath and -ldflags, so that
 // they differ only in their C toolchain. bin/el8 is left alone: make
 // package may be reading it.
