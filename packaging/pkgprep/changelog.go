@@ -111,6 +111,9 @@ func debianChangelog(md []byte, pkg, version, maintainer string) ([]byte, error)
 		}
 		fmt.Fprintf(&b, "%s (%s) unstable; urgency=medium\n\n", pkg, r.version)
 		for _, it := range r.items {
+			if err := fits(r, it, 78-4); err != nil {
+				return nil, err
+			}
 			b.WriteString(wrap("  * ", "    ", it, 78))
 		}
 		fmt.Fprintf(&b, "\n -- %s  %s\n", maintainer, releaseTime(r).Format(time.RFC1123Z))
@@ -170,6 +173,18 @@ func rpmConfig(nfpmYAML []byte, changelogPath string) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, "\n# Added by packaging/pkgprep: the rpm's %%changelog (CHANGELOG.md).\nchangelog: %s\n", yamlString(changelogPath))
 	return b.Bytes(), nil
+}
+
+// fits refuses an item of release r with a word wider than width (a
+// metric name, a path) that no line could hold: the packages' changelogs
+// would carry a line too long (lintian: debian-changelog-line-too-long).
+func fits(r release, item string, width int) error {
+	for _, w := range strings.Fields(item) {
+		if len(w) > width {
+			return fmt.Errorf("CHANGELOG.md [%s]: %q is %d columns, wider than a changelog line (%d) can hold: split it", r.version, w, len(w), width)
+		}
+	}
+	return nil
 }
 
 // wrap fills text into lines of at most width columns, the first starting

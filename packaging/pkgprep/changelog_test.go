@@ -200,3 +200,13 @@ func TestRPMConfig(t *testing.T) {
 		t.Error("a configuration with a changelog key was accepted")
 	}
 }
+
+// An item with a word no changelog line can hold is refused with the
+// release and the word, never written as a line lintian warns about.
+func TestChangelogWordTooWide(t *testing.T) {
+	md := []byte("# Changelog\n\n## [0.2.0] - 2026-12-06\n\n### Added\n\n- Counters `gpuprep_job_gpu_{jobs,seconds,energy_joules,energy_unknown_jobs,throttle_seconds}_total`.\n")
+	_, err := debianChangelog(md, "gpuprep", "0.2.0", "A <a@example.org>")
+	if err == nil || !strings.Contains(err.Error(), "[0.2.0]") || !strings.Contains(err.Error(), "split it") {
+		t.Errorf("a word of 86 columns: %v; want a refusal naming the release", err)
+	}
+}
