@@ -19,11 +19,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"gpuprep/lib/checkconfig"
 	"gpuprep/lib/cli"
 	"gpuprep/lib/config"
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
-	"gpuprep/lib/hookcmd"
 	"gpuprep/lib/host"
 	"gpuprep/lib/probefleet"
 	"gpuprep/lib/slurm"
@@ -127,7 +127,7 @@ func Main(e cli.Env) int {
 	}
 	if f.checkConfig {
 		// The configuration is the hooks': check it as they do, read-only.
-		return hookcmd.CheckConfig(prog, &f.common, cfg, e.Getenv, e.Stdout, e.Stderr)
+		return checkconfig.Run(prog, &f.common, cfg, e.Getenv, e.Stdout, e.Stderr)
 	}
 	level, err := f.common.Level(cfg)
 	if err != nil {

@@ -4,7 +4,7 @@
 // the log, the plan table or JSON (output.go), the node_exporter metrics
 // (metrics.go, through lib/textfile), the drain reason (drain.go) and the
 // exit code; and the modes that run no engine: --check-config
-// (checkconfig.go, checknode.go), the prolog's --health (health.go), the
+// (lib/checkconfig), the prolog's --health (health.go), the
 // epilog's --report and --report --from (report.go). The engine itself
 // (recover, plan, journal, apply, record) is lib/hook; gpuprep-health is
 // lib/healthcmd.
@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"gpuprep/lib/checkconfig"
 	"gpuprep/lib/cli"
 	"gpuprep/lib/cmdenv"
 	"gpuprep/lib/config"
@@ -75,7 +76,7 @@ func command(op string, e cli.Env) int {
 		return cli.Fail(stderr, prog, cli.ExitBadInput, err)
 	}
 	if f.checkConfig {
-		return CheckConfig(prog, &f.common, cfg, getenv, stdout, stderr)
+		return checkconfig.Run(prog, &f.common, cfg, getenv, stdout, stderr)
 	}
 	if f.health {
 		return healthCheck(prog, &f, cfg, stdout, stderr)

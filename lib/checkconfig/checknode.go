@@ -1,4 +1,4 @@
-package hookcmd
+package checkconfig
 
 import (
 	"context"

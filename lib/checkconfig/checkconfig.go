@@ -1,4 +1,9 @@
-package hookcmd
+// Package checkconfig is --check-config of gpuprep-prolog, gpuprep-epilog
+// and gpuprep-health: the configuration validated and checked against this
+// node, read-only, as a prolog here would judge it (checkconfig.go: the
+// profiles against the GPUs and the required knobs; checknode.go: the MIG
+// layouts and the health checks).
+package checkconfig
 
 import (
 	"errors"
@@ -16,7 +21,7 @@ import (
 	"gpuprep/lib/plural"
 )
 
-// checkConfig is --check-config: the configuration is valid (every profile
+// Run is --check-config: the configuration is valid (every profile
 // resolves); each profile that sets GPU values is checked against the GPU
 // models of this node (NVML's power range and highest clocks), and each
 // profile's required knobs against what this node can apply; and the
@@ -26,9 +31,9 @@ import (
 // drain it: the default profile does not fit its GPUs or requires a knob
 // it cannot apply, a GPU's MIG layout is not the one [mig] wants, or a
 // fatal health check fails. getenv gives SLURMD_NODENAME ([mig.nodes];
-// else the host name). gpuprep-health's --check-config is the same check
-// (CheckConfig): the file and node are the hooks'.
-func CheckConfig(prog string, c *cli.Common, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
+// else the host name). gpuprep-health's --check-config is the same check:
+// the file and node are the hooks'.
+func Run(prog string, c *cli.Common, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
 	for _, name := range cfg.ProfileNames() {
 		if _, err := cfg.Profile(name); err != nil {
 			return cli.Fail(stderr, prog, cli.ExitBadInput, err)
