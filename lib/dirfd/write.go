@@ -133,6 +133,21 @@ func TmpPID(name string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
+// DeadTemp says whether name is a temporary file of WriteAtomic's whose
+// process is gone (never this process's): what a killed write left, for a
+// sweep to remove.
+func DeadTemp(name string) bool {
+	pid, ok := TmpPID(name)
+	return ok && pid != os.Getpid() && !ProcessAlive(pid)
+}
+
+// ProcessAlive says whether a process with this pid exists (EPERM means
+// it does).
+func ProcessAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
 // hit is crashpoint.Hit of op+step on name in d, when op is set.
 func hit(op, step string, d *Dir, name string) {
 	if crashpoint.On && op != "" {

@@ -181,6 +181,7 @@ func prepare(ctx context.Context, o *run, out *Outcome, except string) (*spoolSt
 			return nil, err
 		}
 	}
+	tidyRunDir(o, s, except)
 	return s, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/drift"
 	"gpuprep/lib/gpu"
+	"gpuprep/lib/host"
+	"gpuprep/lib/nodedesc"
 )
 
 // recoveryConfig sets every kind of knob, GPU clocks and power included, and
@@ -195,6 +197,30 @@ func TestKilledEpilogRolledForward(t *testing.T) {
 	// An admin's retry of the killed epilog finds nothing left to do.
 	if out := e.epilog(1); len(out.Changes) != 0 {
 		t.Errorf("retry changed %v", out.Changes)
+	}
+}
+
+// An epilog killed after it let go of its job and before it removed the
+// job's notices for srunwrap leaves them, and no hook runs for that job
+// again: the next hook of any job removes them, and keeps a running job's
+// and its own job's.
+func TestNoticesOfAGoneJobRemoved(t *testing.T) {
+	e := newRecoveryEnv(t)
+	r := host.NewRoot(e.root)
+	e.prolog(1, []int{0}, "gpuprep=nosuch")
+	e.prolog(2, []int{1}, "gpuprep=nosuch")
+	e.epilog(1)
+	// What the killed epilog left: job 1's notices, put back as the
+	// prolog wrote them.
+	if err := nodedesc.WriteNotice(r, nodedesc.Notice{Job: 1, Messages: []string{"told"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.prolog(3, []int{2}, "gpuprep=nosuch")
+	for job, want := range map[uint64]bool{1: false, 2: true, 3: true} {
+		n, err := nodedesc.LoadNotice(r, job)
+		if err != nil || (len(n.Messages) > 0) != want {
+			t.Errorf("job %d: notices %q, %v; want them there: %v", job, n.Messages, err, want)
+		}
 	}
 }
 

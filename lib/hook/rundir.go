@@ -1,10 +1,12 @@
 package hook
 
 import (
-	"gpuprep/lib/plan"
 	"maps"
 	"slices"
+	"strconv"
 
+	"gpuprep/lib/nodedesc"
+	"gpuprep/lib/plan"
 	"gpuprep/lib/rundir"
 	"gpuprep/lib/state"
 )
@@ -98,4 +100,32 @@ func heldSettings(o *run) ([]string, error) {
 		}
 	}
 	return held, nil
+}
+
+// tidyRunDir removes what jobs that are gone left in the run directory:
+// the notices of every job without a record but own (the run's own job):
+// the prolog commits a job's record before it writes its notices, so a
+// job with notices and no record is one whose epilog was killed after it
+// let go of the job; and the temporary files of killed writes. A failure
+// is a warning: nothing of the node's settings is in them.
+func tidyRunDir(o *run, s *spoolState, own string) {
+	if o.DryRun || o.rd.dir == nil {
+		return
+	}
+	if removed, err := o.rd.dir.Sweep(); err != nil {
+		o.Log.Warn("sweeping the run directory", "err", err)
+	} else if len(removed) > 0 {
+		o.Log.Info("removed temporary files of killed runs", "dir", o.rd.dir.Path(), "files", removed)
+	}
+	keep := func(job uint64) bool {
+		id := strconv.FormatUint(job, 10)
+		return id == own || s.jobs[id] != nil
+	}
+	gone, err := nodedesc.ForgetNotices(o.rd.dir, keep)
+	if err != nil {
+		o.Log.Warn("the notices of jobs that are gone not removed", "err", err)
+	}
+	if len(gone) > 0 {
+		o.Log.Info("removed the notices of jobs that are gone", "jobs", gone)
+	}
 }

@@ -101,3 +101,35 @@ func RemoveNoticeIn(rd *rundir.Dir, r host.Root, job uint64) error {
 	}
 	return nil
 }
+
+// ForgetNotices removes, in the open run directory rd, the notices of
+// every job keep does not keep (a job whose epilog was killed before it
+// removed them, and that no hook will run for again), and returns those
+// jobs. A name in NoticeDir that is not a job id is left alone (a
+// temporary file is rundir.Dir.Sweep's). No NoticeDir is no error.
+func ForgetNotices(rd *rundir.Dir, keep func(job uint64) bool) ([]uint64, error) {
+	dir, err := rd.OpenDir(noticeSub)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("job notices: %w", err)
+	}
+	names, err := dir.Names()
+	dir.Close()
+	if err != nil {
+		return nil, fmt.Errorf("job notices: %w", err)
+	}
+	var gone []uint64
+	for _, n := range names {
+		job, perr := strconv.ParseUint(n, 10, 64)
+		if perr != nil || noticeName(job) != n || keep(job) {
+			continue
+		}
+		if err := rd.Remove(noticeSub + "/" + n); err != nil {
+			return gone, fmt.Errorf("job notices: %w", err)
+		}
+		gone = append(gone, job)
+	}
+	return gone, nil
+}

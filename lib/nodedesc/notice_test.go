@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"gpuprep/lib/rundir"
 )
 
 func TestNotices(t *testing.T) {
@@ -47,5 +49,42 @@ func TestNotices(t *testing.T) {
 	}
 	if _, err := LoadNotice(r, 11); err == nil || !strings.Contains(err.Error(), "jobs/11") {
 		t.Errorf("mismatched job: %v", err)
+	}
+}
+
+// ForgetNotices removes the notices of the jobs keep lets go, and leaves
+// the others and any file that is not a job's notice; with no jobs
+// directory it does nothing.
+func TestForgetNotices(t *testing.T) {
+	r := emptyRoot(t)
+	rd, err := rundir.Open(r, rundir.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if gone, err := ForgetNotices(rd, func(uint64) bool { return false }); err != nil || gone != nil {
+		t.Fatalf("no jobs directory: %v, %v", gone, err)
+	}
+	for _, job := range []uint64{3, 4, 5} {
+		if err := WriteNoticeIn(rd, r, Notice{Job: job, Messages: []string{"m"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, other := range []string{"007", "readme", ".4.tmp-1"} {
+		if err := os.WriteFile(r.Path(NoticeDir+"/"+other), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, err := ForgetNotices(rd, func(job uint64) bool { return job == 4 })
+	if err != nil || !reflect.DeepEqual(gone, []uint64{3, 5}) {
+		t.Errorf("gone %v, %v; want [3 5]", gone, err)
+	}
+	ents, _ := os.ReadDir(r.Path(NoticeDir))
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, " ") != ".4.tmp-1 007 4 readme" {
+		t.Errorf("left %q", left)
 	}
 }

@@ -22,6 +22,10 @@
 // state. A symlink in its place is refused, never moved: only root can
 // write /run.
 //
+// Every hook removes what killed runs and gone jobs left in it (Sweep,
+// nodedesc.ForgetNotices) once it has finished an interrupted run and
+// released dead jobs.
+//
 // Readers that are not its writer (srunwrap) open it with OpenReader and
 // their own trust rule.
 package rundir

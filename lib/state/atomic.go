@@ -70,8 +70,7 @@ func SweepTemps(dir, name string) ([]string, error) {
 func sweep(dfd int, dir string, names []string, keep func(string) bool) ([]string, error) {
 	var removed []string
 	for _, n := range names {
-		pid, ok := dirfd.TmpPID(n)
-		if !ok || !keep(n) || pid == os.Getpid() || alive(pid) {
+		if !keep(n) || !dirfd.DeadTemp(n) {
 			continue
 		}
 		crashpoint.HitAt("spool-unlink", dir, n)
@@ -81,10 +80,4 @@ func sweep(dfd int, dir string, names []string, keep func(string) bool) ([]strin
 		removed = append(removed, n)
 	}
 	return removed, nil
-}
-
-// alive says whether a process with this pid exists (EPERM means it does).
-func alive(pid int) bool {
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
 }

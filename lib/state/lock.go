@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gpuprep/lib/crashpoint"
+	"gpuprep/lib/dirfd"
 )
 
 // Lock takes the spool's exclusive lock: flock on "<dir>/lock" (created 0600,
@@ -140,7 +141,7 @@ func readHolder(fd int) string {
 	if len(f) > 2 {
 		desc += " since " + f[2]
 	}
-	if !alive(pid) {
+	if !dirfd.ProcessAlive(pid) {
 		desc += ", which has exited (the line may be stale: a new holder may not have written its own yet)"
 	}
 	return desc

@@ -111,8 +111,11 @@ type crashJob struct {
 	name, gpus, comment string
 }
 
+// The default job asks for a profile that does not exist: it runs with the
+// default profile and its user is told why (a notice in the run directory),
+// so every kill point also tests that a job's notices go with the job.
 var crashJobs = []crashJob{
-	{"gpus=0,default", "0", ""},
+	{"gpus=0,default", "0", "gpuprep=nosuch"},
 	{"gpus=1,2,quiet", "1,2", "gpuprep=quiet"},
 }
 
@@ -232,7 +235,7 @@ func newCrashNode(t *testing.T, cpu int) *crashNode {
 	n.jobEnds(w)
 	n.mustRun(t, n.hookCmd("epilog", w, "0,1,2,7", ""), "warm-up epilog")
 	n.base = n.snap()
-	if msg := n.spoolProblem(); msg != "" {
+	if msg := n.spoolProblem() + n.runDirProblem(); msg != "" {
 		t.Fatalf("after the warm-up job: %s", msg)
 	}
 	n.spoolArc = readTree(n.spool)
@@ -539,6 +542,7 @@ func (n *crashNode) runPointTwice(t *testing.T, sc scenario, follow string, kill
 		note("not at baseline: " + strings.Join(d, "; "))
 	}
 	note(n.spoolProblem())
+	note(n.runDirProblem())
 	if len(problems) > 0 {
 		r.problem = strings.Join(problems, " | ")
 		n.repair()
@@ -571,6 +575,10 @@ func (n *crashNode) repair() {
 	if err := writeTree(n.spool, n.spoolArc); err != nil {
 		n.t.Fatalf("repair: %v", err)
 	}
+	// What a job left in the run directory (runDirProblem); the next
+	// prolog makes jobs/ again.
+	os.RemoveAll(filepath.Join(n.root, "run/gpuprep/jobs"))
+	os.RemoveAll(filepath.Join(n.root, "run/gpuprep/mps"))
 	jobs, _ := filepath.Glob(filepath.Join(n.scope, "job_*"))
 	for _, j := range jobs {
 		os.Remove(j)
@@ -650,6 +658,31 @@ func (n *crashNode) spoolProblem() string {
 	if jobs, _ := filepath.Glob(filepath.Join(n.scope, "job_*")); len(jobs) > 0 {
 		bad = append(bad, fmt.Sprintf("test bug: job cgroups left: %v", jobs))
 	}
+	return strings.Join(bad, "; ")
+}
+
+// runDirProblem says what is wrong with the run directory
+// (<root>/run/gpuprep) of a node no job runs on: a job's notices for
+// srunwrap (jobs/<id>), a temporary file of a killed write, an MPS
+// daemon's directory; "" when nothing is.
+func (n *crashNode) runDirProblem() string {
+	dir := filepath.Join(n.root, "run/gpuprep")
+	var bad []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case strings.Contains(d.Name(), ".tmp-"):
+			bad = append(bad, "run/gpuprep/"+rel+": temporary file left")
+		case strings.HasPrefix(rel, "jobs/"):
+			bad = append(bad, "run/gpuprep/"+rel+": a job's notices left")
+		case strings.HasPrefix(rel, "mps/"):
+			bad = append(bad, "run/gpuprep/"+rel+": an MPS daemon's directory left")
+		}
+		return nil
+	})
 	return strings.Join(bad, "; ")
 }
 
