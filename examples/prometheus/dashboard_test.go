@@ -108,7 +108,7 @@ func (v variable) selector() string {
 // outside Grafana: every node, one-minute windows.
 var substitutions = map[string]string{
 	"instance":        ".*",
-	"Hostname":        ".*",
+	"slurm_node":      ".*",
 	"__rate_interval": "1m",
 	"__interval":      "1m",
 	"__range":         "1m",
@@ -158,7 +158,7 @@ func TestDashboard(t *testing.T) {
 	if v, ok := vars["DS_PROMETHEUS"]; !ok || v.Type != "datasource" {
 		t.Errorf("%s: no datasource variable DS_PROMETHEUS", dashboardFile)
 	}
-	for _, name := range []string{"instance", "Hostname"} {
+	for _, name := range []string{"instance", "slurm_node"} {
 		v, ok := vars[name]
 		switch {
 		case !ok:

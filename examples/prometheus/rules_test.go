@@ -113,3 +113,26 @@ func readFile(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+var (
+	seriesRE    = regexp.MustCompile(`(?m)^\s*- series: '(gpuprep_\w+)\{([^}]*)\}'`)
+	slurmNodeRE = regexp.MustCompile(`slurm_node="([^"]*)"`)
+	hostnameRE  = regexp.MustCompile(`Hostname="([^"]*)"`)
+)
+
+// The unit tests' gpuprep series name their node as gpuprep writes them:
+// by its Slurm name and its host name, which differ, so an alert that
+// tells the admin to run scontrol with the host name fails its test.
+func TestRulesTestsNodeNames(t *testing.T) {
+	tests := readFile(t, rulesTestFile)
+	all := seriesRE.FindAllStringSubmatch(tests, -1)
+	if len(all) < 50 {
+		t.Fatalf("%s: %d gpuprep input series", rulesTestFile, len(all))
+	}
+	for _, m := range all {
+		node, host := slurmNodeRE.FindStringSubmatch(m[2]), hostnameRE.FindStringSubmatch(m[2])
+		if node == nil || host == nil || node[1] == "" || node[1] == host[1] {
+			t.Errorf("%s: %s{%s}: want slurm_node and Hostname, different", rulesTestFile, m[1], m[2])
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/health"
 	"gpuprep/lib/host"
+	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 	"gpuprep/lib/textfmt"
 )
@@ -92,7 +93,7 @@ func clearProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.
 		log.Warn("Xid history cleared by an admin", "gpu", c.BusID, "xids", c.Codes, "by", c.By, "reason", c.Reason)
 	}
 	if len(res.Cleared) > 0 {
-		recordClearMetrics(root, cfg, sp, res.Cleared, inv, log)
+		recordClearMetrics(root, cfg, sp, slurm.NodeName(root, f.node, getenv), res.Cleared, inv, log)
 	}
 	writeClear(stdout, f, res, inv)
 	return cli.ExitOK

@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -170,7 +169,7 @@ func newHealthFlagSet(f *healthFlags, stderr io.Writer) *pflag.FlagSet {
 	f.common.Register(fs)
 	fs.StringVar(&f.stateDir, "state-dir", "", "spool directory (default: the config's, /var/lib/gpuprep)")
 	fs.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and check it against this node read-only, as gpuprep-prolog --check-config does; exit 0 (ok), 2 (invalid) or 1 (a prolog or health run here would fail)")
-	fs.StringVar(&f.node, "node", "", "the node's Slurm name (default SLURMD_NODENAME, else the short host name)")
+	fs.StringVar(&f.node, "node", "", "the node's Slurm name (default SLURMD_NODENAME, else slurm.conf's NodeName for this host, else the short host name)")
 	fs.BoolVar(&f.noDrain, "no-drain", false, "leave draining and resuming to the caller (LBNL NHC's check_cmd_status): never call scontrol; exit 1 while a check fails fatally (a standing fatal Xid too)")
 	fs.StringVar(&f.clear, "clear", "", "end the standing Xids of a GPU (its index, PCI bus id or UUID) or of \"all\", with --reason; root only; recorded in the log, the state and gpuprep-health.prom")
 	fs.StringVar(&f.reason, "reason", "", "why the GPU is fit again (--clear): recorded with who cleared it")
@@ -238,7 +237,7 @@ func healthProgramWith(ctx context.Context, prog string, f *healthFlags, cfg *co
 	}
 	defer sp.Close()
 	defer release()
-	run.Node = nodeName(f.node, getenv)
+	run.Node = slurm.NodeName(f.common.HostRoot(), f.node, getenv)
 	saveErr, code, err := checkNode(ctx, f, cfg, models, sp, run, log)
 	if err != nil {
 		return fail(code, err)
@@ -247,7 +246,7 @@ func healthProgramWith(ctx context.Context, prog string, f *healthFlags, cfg *co
 	decideAndAct(ctx, f, run, log)
 	if !f.dryRun {
 		drained := nodeDrained(run.nsErr == nil || run.Done, drainedAfter(run))
-		recordHealthMetrics(f.common.HostRoot(), cfg, sp, run.Health, drained, saveErr == nil, time.Since(started), log)
+		recordHealthMetrics(f.common.HostRoot(), cfg, sp, run.Node, run.Health, drained, saveErr == nil, time.Since(started), log)
 		startProbe(f, cfg, sp, run, log)
 	}
 	return conclude(prog, f, run, saveErr, log, stdout, stderr)
@@ -458,20 +457,6 @@ func act(ctx context.Context, node string, d health.Decision, log *slog.Logger) 
 	}
 	log.Info("node "+string(d.Action)+"ed", "node", node, "why", d.Why)
 	return true
-}
-
-// nodeName is the node's Slurm name: --node, SLURMD_NODENAME (slurmd sets
-// it for HealthCheckProgram), else the host name up to its first dot.
-func nodeName(flag string, getenv func(string) string) string {
-	if flag != "" {
-		return flag
-	}
-	if n := getenv("SLURMD_NODENAME"); n != "" {
-		return n
-	}
-	h, _ := os.Hostname()
-	short, _, _ := strings.Cut(h, ".")
-	return short
 }
 
 func logHealth(log *slog.Logger, run *healthRun) {

@@ -156,3 +156,37 @@ func TestHealthProgramExternalOnlyWhenIdle(t *testing.T) {
 		t.Fatalf("busy (job 8 holds the node): the external check ran %d times, exit %d\n%s", count(), code, out)
 	}
 }
+
+// Every series gpuprep-health and the hooks write names the node by its
+// Slurm name (--node, SLURMD_NODENAME), which differs from the host name
+// here, and by the host name.
+func TestMetricsNameTheSlurmNode(t *testing.T) {
+	h := newHealthRunner(t)
+	if code, out, stderr := h.health("--node", "node-a17"); code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	env := map[string]string{"SLURM_JOB_ID": "8", "SLURM_JOB_USER": "carol", "SLURM_JOB_GPUS": "0", "SLURMD_NODENAME": "node-a17"}
+	if code, _, stderr := mainRun("prolog", env, "--root", h.root, "--gpu-backend", "mock:dgxh100", "--config", h.cfg, "--state-dir", h.spool); code != 0 {
+		t.Fatalf("prolog: %d %s", code, stderr)
+	}
+	host, _ := os.Hostname()
+	for _, file := range []string{"gpuprep-health.prom", "gpuprep-prolog.prom"} {
+		prom, err := os.ReadFile(filepath.Join(h.metrics, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(prom)), "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			n++
+			if !strings.Contains(line, `slurm_node="node-a17"`) || !strings.Contains(line, `Hostname="`+host+`"`) {
+				t.Errorf("%s: %s", file, line)
+			}
+		}
+		if n < 5 {
+			t.Errorf("%s: %d samples:\n%s", file, n, prom)
+		}
+	}
+}

@@ -20,9 +20,9 @@ import (
 // gpuprep_node_drained (drained 1, 0, or -1 unknown) and
 // gpuprep_health_state_saved (saved: the run saved its state), and the
 // run's duration and status. Failures are only logged.
-func recordHealthMetrics(r host.Root, cfg *config.Config, sp *state.Spool, rep *health.Report, drained int, saved bool, d time.Duration, log *slog.Logger) {
+func recordHealthMetrics(r host.Root, cfg *config.Config, sp *state.Spool, node string, rep *health.Report, drained int, saved bool, d time.Duration, log *slog.Logger) {
 	v := probeVerdict(sp, rep, log)
-	textfile.Write(r, cfg, sp, metrics.HookHealth, log, func(m *metrics.Metrics, _ bool) {
+	textfile.Write(r, cfg, sp, metrics.HookHealth, node, log, func(m *metrics.Metrics, _ bool) {
 		textfile.AddHealth(m, rep, time.Now())
 		textfile.AddProbe(m, rep.Probe, v, rep.Inventory)
 		m.Drained = &drained
@@ -71,8 +71,8 @@ func readFullVerdict(sp *state.Spool) (*probe.Verdict, error) {
 
 // recordClearMetrics counts an admin's clears (gpuprep-health --clear) in
 // gpuprep-health.prom, labelling each GPU from inv where it is listed.
-func recordClearMetrics(r host.Root, cfg *config.Config, sp *state.Spool, cleared []health.Clear, inv []health.GPURef, log *slog.Logger) {
-	textfile.Write(r, cfg, sp, metrics.HookHealth, log, func(m *metrics.Metrics, _ bool) {
+func recordClearMetrics(r host.Root, cfg *config.Config, sp *state.Spool, node string, cleared []health.Clear, inv []health.GPURef, log *slog.Logger) {
+	textfile.Write(r, cfg, sp, metrics.HookHealth, node, log, func(m *metrics.Metrics, _ bool) {
 		labels := textfile.GPULabeller(inv)
 		for _, c := range cleared {
 			m.AddXIDClear(metrics.ClearByAdmin, labels(c.BusID))

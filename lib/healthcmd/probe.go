@@ -12,6 +12,7 @@ import (
 	"gpuprep/lib/config"
 	"gpuprep/lib/health"
 	"gpuprep/lib/probe"
+	"gpuprep/lib/slurm"
 	"gpuprep/lib/state"
 )
 
@@ -73,7 +74,7 @@ func probeProgram(ctx context.Context, prog string, f *healthFlags, cfg *config.
 		return fail(cli.ExitMismatch, err)
 	}
 	defer sp.Close()
-	run := &probeRun{Node: nodeName(f.node, getenv)}
+	run := &probeRun{Node: slurm.NodeName(f.common.HostRoot(), f.node, getenv)}
 	unlock, err := sp.TryLock(ProbeLock)
 	if errors.Is(err, state.ErrLocked) {
 		run.Why = "another probe is running: " + err.Error()

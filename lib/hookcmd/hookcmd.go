@@ -243,7 +243,7 @@ func openSpool(f *flags, cfg *config.Config) (*state.Spool, int, error) {
 }
 
 // hookOptions are the engine's options for the job: the GPU backend opened
-// (an error is bad input), the node's name from Slurm or the host name.
+// (an error is bad input), the node's Slurm name (slurm.NodeName).
 func hookOptions(f *flags, cfg *config.Config, sp *state.Spool, job slurm.Job, logs *cli.Logs, started time.Time) (*hook.Options, error) {
 	backend, err := f.common.OpenGPU(cfg)
 	if err != nil {
@@ -253,8 +253,8 @@ func hookOptions(f *flags, cfg *config.Config, sp *state.Spool, job slurm.Job, l
 	// process exit frees NVML anyway.
 	gpu.Light(backend) // knobs need the job's GPUs, not the whole inventory
 	node := job.NodeName
-	if node == "" {
-		node, _ = os.Hostname()
+	if node == "" { // not under Slurm (--restore-all, a test by hand)
+		node = slurm.NodeName(f.common.HostRoot(), "", os.Getenv)
 	}
 	return &hook.Options{Root: f.common.HostRoot(), Config: cfg, GPU: backend, Spool: sp, Job: job, Node: node, DryRun: f.dryRun, Log: logs.Log.With("job", job.ID), Started: started, Version: cmdenv.Version}, nil
 }
@@ -265,7 +265,7 @@ func hookOptions(f *flags, cfg *config.Config, sp *state.Spool, job slurm.Job, l
 func conclude(op, prog string, f *flags, cfg *config.Config, sp *state.Spool, o *hook.Options, out *hook.Outcome, runErr error, stdout io.Writer, fail func(int, error, ...any) int) int {
 	logOutcome(o.Log, out, runErr)
 	if !f.dryRun {
-		recordMetrics(o.Root, cfg, sp, op, time.Since(o.Started), runErr, out, o.Log)
+		recordMetrics(o.Root, cfg, sp, op, o.Node, time.Since(o.Started), runErr, out, o.Log)
 	}
 	if f.dryRun || f.common.JSON {
 		printOutcome(stdout, out, f.common.JSON)

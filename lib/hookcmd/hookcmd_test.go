@@ -110,7 +110,9 @@ func TestMainMetricsAndReport(t *testing.T) {
 			series[s] = name
 		}
 	}
-	for _, want := range []string{`gpuprep_drift_events_total{hook="epilog",kind="drift",knob="vm_swappiness"} 1`, `gpuprep_last_run_success{hook="prolog"} 1`, `gpuprep_last_run_success{hook="epilog"} 1`} {
+	host, _ := os.Hostname()
+	node := `Hostname="` + host + `",slurm_node="vm"` // SLURMD_NODENAME
+	for _, want := range []string{`gpuprep_drift_events_total{hook="epilog",kind="drift",knob="vm_swappiness",` + node + `} 1`, `gpuprep_last_run_success{hook="prolog",` + node + `} 1`, `gpuprep_last_run_success{hook="epilog",` + node + `} 1`} {
 		if !strings.Contains(prom.String(), want) {
 			t.Errorf("metrics lack %s:\n%s", want, prom.String())
 		}

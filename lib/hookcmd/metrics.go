@@ -19,8 +19,8 @@ import (
 // run's duration and status) and writes them, with gpuprep_build_info, to
 // node_exporter's textfile directory as gpuprep-<op>.prom (textfile.Write).
 // Called under the node lock; failures are only logged.
-func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
-	textfile.Write(r, cfg, sp, op, log, func(m *metrics.Metrics, rebuilt bool) {
+func recordMetrics(r host.Root, cfg *config.Config, sp *state.Spool, op, node string, d time.Duration, runErr error, out *hook.Outcome, log *slog.Logger) {
+	textfile.Write(r, cfg, sp, op, node, log, func(m *metrics.Metrics, rebuilt bool) {
 		if out != nil && len(out.Drift) > 0 && !rebuilt {
 			recs := make([]drift.Record, len(out.Drift))
 			for i, f := range out.Drift {

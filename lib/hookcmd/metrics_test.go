@@ -62,7 +62,7 @@ func (n *metricsNode) run(setting string) string {
 	cfg := config.Default()
 	cfg.General.MetricsDir = setting
 	log := slog.New(slog.NewTextHandler(&n.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	recordMetrics(host.NewRoot(n.root), cfg, n.sp, metrics.HookEpilog, 20*time.Millisecond, nil, &hook.Outcome{}, log)
+	recordMetrics(host.NewRoot(n.root), cfg, n.sp, metrics.HookEpilog, "gpu01", 20*time.Millisecond, nil, &hook.Outcome{}, log)
 	return n.logs.String()
 }
 
@@ -85,10 +85,12 @@ func TestMetricsAutoWritesWhereNodeExporterReads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
+	host, _ := os.Hostname()
+	node := `Hostname="` + host + `",slurm_node="gpu01"`
 	for _, want := range []string{
 		"# TYPE gpuprep_build_info gauge\n",
-		`gpuprep_build_info{hook="epilog",version="1.4.0",commit="abc1234"} 1` + "\n",
-		`gpuprep_last_run_success{hook="epilog"} 1` + "\n",
+		`gpuprep_build_info{hook="epilog",version="1.4.0",commit="abc1234",` + node + `} 1` + "\n",
+		`gpuprep_last_run_success{hook="epilog",` + node + `} 1` + "\n",
 	} {
 		if !strings.Contains(string(prom), want) {
 			t.Errorf("gpuprep-epilog.prom lacks %q:\n%s", want, prom)

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"cmp"
 	"maps"
 	"math"
@@ -96,7 +95,7 @@ var jobGPUValues = []jobGPUValue{
 
 // formatJobGPUs writes the job GPU families (the epilog's file only), by
 // bus id then UUID, every one with HELP and TYPE.
-func formatJobGPUs(b *bytes.Buffer, hook, hostname string, m Metrics) {
+func formatJobGPUs(b *promBuf, hook string, m Metrics) {
 	if hook != HookEpilog {
 		return
 	}
@@ -104,14 +103,14 @@ func formatJobGPUs(b *bytes.Buffer, hook, hostname string, m Metrics) {
 	for _, f := range jobGPUValues {
 		family(b, f.name, "counter", f.help)
 		for _, g := range gpus {
-			sample(b, f.name, f.value(g), probeLabels(hook, hostname, g.GPULabels)...)
+			sample(b, f.name, f.value(g), probeLabels(b, hook, g.GPULabels)...)
 		}
 	}
 	family(b, MetricJobGPUThrottle, "counter",
 		"Seconds the GPU's clocks were held down during the counted jobs, by reason: power_cap (the power limit, the profile's choice), sw_thermal and hw_thermal (too hot: cooling, fans), power_brake (the power brake signal: power supply), sync_boost (held to other GPUs' clocks). Over gpuprep_job_gpu_seconds_total it is the share of job time; reasons may overlap. A reason unknown for a job adds nothing.")
 	for _, g := range gpus {
 		for _, r := range throttleReasons(g.Throttle) {
-			sample(b, MetricJobGPUThrottle, g.Throttle[r], probeLabels(hook, hostname, g.GPULabels, "reason", r)...)
+			sample(b, MetricJobGPUThrottle, g.Throttle[r], probeLabels(b, hook, g.GPULabels, "reason", r)...)
 		}
 	}
 }

@@ -30,14 +30,14 @@ func testJobGPUs() Metrics {
 // TestJobGPUMetrics: the job GPU counters parse, carry the GPU labels and
 // no job's, sum the jobs, and come by bus id, reasons in a fixed order.
 func TestJobGPUMetrics(t *testing.T) {
-	text := string(Format(HookEpilog, "gpu01", testJobGPUs(), Build{Version: "dev"}))
+	text := string(Format(HookEpilog, testNode, testJobGPUs(), Build{Version: "dev"}))
 	got, err := parseProm(text)
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, text)
 	}
 	const (
-		l0 = `Hostname="gpu01",UUID="GPU-0",gpu="0",hook="epilog",pci_bus_id="00000000:18:00.0"`
-		l1 = `Hostname="gpu01",UUID="GPU-1",gpu="1",hook="epilog",pci_bus_id="00000000:2A:00.0"`
+		l0 = `UUID="GPU-0",gpu="0",hook="epilog",pci_bus_id="00000000:18:00.0"`
+		l1 = `UUID="GPU-1",gpu="1",hook="epilog",pci_bus_id="00000000:2A:00.0"`
 	)
 	want := map[string]float64{
 		`gpuprep_job_gpu_jobs_total{` + l0 + `}`:                                 1,
@@ -77,20 +77,20 @@ func TestJobGPUMetrics(t *testing.T) {
 		}
 	}
 	for _, order := range []string{
-		`gpuprep_job_gpu_jobs_total{hook="epilog",Hostname="gpu01",gpu="0"`,
-		`gpuprep_job_gpu_jobs_total{hook="epilog",Hostname="gpu01",gpu="1"`,
-		`reason="power_cap",Hostname="gpu01",gpu="0"`,
-		`reason="sync_boost",Hostname="gpu01",gpu="0"`,
-		`reason="power_cap",Hostname="gpu01",gpu="1"`,
-		`reason="sw_thermal",Hostname="gpu01",gpu="1"`,
-		`reason="hw_thermal",Hostname="gpu01",gpu="1"`,
-		`reason="power_brake",Hostname="gpu01",gpu="1"`,
+		`gpuprep_job_gpu_jobs_total{hook="epilog",Hostname="gpu01",slurm_node="node-a17",gpu="0"`,
+		`gpuprep_job_gpu_jobs_total{hook="epilog",Hostname="gpu01",slurm_node="node-a17",gpu="1"`,
+		`reason="power_cap",Hostname="gpu01",slurm_node="node-a17",gpu="0"`,
+		`reason="sync_boost",Hostname="gpu01",slurm_node="node-a17",gpu="0"`,
+		`reason="power_cap",Hostname="gpu01",slurm_node="node-a17",gpu="1"`,
+		`reason="sw_thermal",Hostname="gpu01",slurm_node="node-a17",gpu="1"`,
+		`reason="hw_thermal",Hostname="gpu01",slurm_node="node-a17",gpu="1"`,
+		`reason="power_brake",Hostname="gpu01",slurm_node="node-a17",gpu="1"`,
 	} {
 		if !strings.Contains(text, order) {
 			t.Errorf("no %q in:\n%s", order, text)
 		}
 	}
-	if strings.Index(text, `reason="power_cap",Hostname="gpu01",gpu="1"`) > strings.Index(text, `reason="sw_thermal",Hostname="gpu01",gpu="1"`) {
+	if strings.Index(text, `reason="power_cap",Hostname="gpu01",slurm_node="node-a17",gpu="1"`) > strings.Index(text, `reason="sw_thermal",Hostname="gpu01",slurm_node="node-a17",gpu="1"`) {
 		t.Errorf("reasons not in ThrottleReasons' order:\n%s", text)
 	}
 	if strings.Contains(text, "job=") || strings.Contains(text, "job_id") {
@@ -101,7 +101,7 @@ func TestJobGPUMetrics(t *testing.T) {
 // TestJobGPUMetricsEmpty: no job counted yet is HELP and TYPE only; the
 // other writers' files have none of the families.
 func TestJobGPUMetricsEmpty(t *testing.T) {
-	text := string(Format(HookEpilog, "gpu01", Metrics{}, Build{}))
+	text := string(Format(HookEpilog, testNode, Metrics{}, Build{}))
 	if strings.Contains(text, "\ngpuprep_job_gpu_") {
 		t.Errorf("no jobs, yet job GPU samples:\n%s", text)
 	}
@@ -111,7 +111,7 @@ func TestJobGPUMetricsEmpty(t *testing.T) {
 		}
 	}
 	for _, hook := range []string{HookProlog, HookHealth} {
-		if text := string(Format(hook, "gpu01", testJobGPUs(), Build{})); strings.Contains(text, "gpuprep_job_gpu_") {
+		if text := string(Format(hook, testNode, testJobGPUs(), Build{})); strings.Contains(text, "gpuprep_job_gpu_") {
 			t.Errorf("%s's file has job GPU families", hook)
 		}
 	}
@@ -144,7 +144,7 @@ func TestJobGPUCountersGrow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := parseProm(string(Format(HookEpilog, "gpu01", m2, Build{})))
+		got, err := parseProm(string(Format(HookEpilog, testNode, m2, Build{})))
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -155,10 +155,10 @@ func TestJobGPUCountersGrow(t *testing.T) {
 		}
 		last = got
 	}
-	if j := last[sortedLabels(t, `gpuprep_job_gpu_jobs_total{hook="epilog",Hostname="gpu01",gpu="0",UUID="GPU-0",pci_bus_id="00000000:18:00.0"}`)]; j != 2 {
+	if j := last[sortedLabels(t, `gpuprep_job_gpu_jobs_total{hook="epilog",gpu="0",UUID="GPU-0",pci_bus_id="00000000:18:00.0"}`)]; j != 2 {
 		t.Errorf("GPU 0: %v jobs, want 2", j)
 	}
-	if s := last[sortedLabels(t, `gpuprep_job_gpu_throttle_seconds_total{hook="epilog",Hostname="gpu01",gpu="1",UUID="GPU-1",pci_bus_id="00000000:2A:00.0",reason="new_reason"}`)]; s != 1 {
+	if s := last[sortedLabels(t, `gpuprep_job_gpu_throttle_seconds_total{hook="epilog",gpu="1",UUID="GPU-1",pci_bus_id="00000000:2A:00.0",reason="new_reason"}`)]; s != 1 {
 		t.Errorf("GPU 1's new reason: %v, want 1", s)
 	}
 }
@@ -173,7 +173,7 @@ func TestJobGPUMetricsPassPromtool(t *testing.T) {
 		}
 		t.Skip("promtool not found (Debian: apt-get install prometheus)")
 	}
-	text := Format(HookEpilog, "gpu01", testJobGPUs(), Build{Version: "1.0.0", Commit: "abc"})
+	text := Format(HookEpilog, testNode, testJobGPUs(), Build{Version: "1.0.0", Commit: "abc"})
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(text)
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -152,9 +151,9 @@ func (m *Metrics) AddXID(code int, severity string, g GPULabels) {
 	m.XIDs[k] = x
 }
 
-func gpuLabels(hostname string, g GPULabels, more ...string) []string {
+func gpuLabels(b *promBuf, g GPULabels, more ...string) []string {
 	l := append([]string{}, more...)
-	l = append(l, "Hostname", hostname)
+	l = append(l, b.nodeLabels()...)
 	if g.GPU != "" {
 		l = append(l, "gpu", g.GPU)
 	}
@@ -168,26 +167,26 @@ func gpuLabels(hostname string, g GPULabels, more ...string) []string {
 }
 
 // formatHealth writes the health families.
-func formatHealth(b *bytes.Buffer, hook, hostname string, m Metrics) {
+func formatHealth(b *promBuf, hook string, m Metrics) {
 	keys := slices.Sorted(maps.Keys(m.Checks))
 	family(b, MetricCheckStatus, "gauge",
 		"Outcome of a gpuprep health check in the writer's last run that checked it: 0 passed, 1 failed with severity warn, 2 failed fatal (the node drains). GPU labels as dcgm-exporter's; none for a node-wide check.")
 	for _, k := range keys {
 		if c := m.Checks[k]; c.Current {
-			sample(b, MetricCheckStatus, float64(c.Status), gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check)...)
+			sample(b, MetricCheckStatus, float64(c.Status), gpuLabels(b, c.GPULabels, "hook", hook, "check", c.Check)...)
 		}
 	}
 	family(b, MetricFailureInfo, "gauge",
 		"1 for each check failing now (warn or fatal) in the writer's last run, with the failure's code and action class (gpuprep-health --explain CODE says what to do).")
 	for _, k := range keys {
 		if c := m.Checks[k]; c.Current && c.Status != StatusOK && c.Code != "" {
-			sample(b, MetricFailureInfo, 1, gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check, "code", c.Code, "action", c.Action)...)
+			sample(b, MetricFailureInfo, 1, gpuLabels(b, c.GPULabels, "hook", hook, "check", c.Check, "code", c.Code, "action", c.Action)...)
 		}
 	}
 	family(b, MetricCheckLastFail, "gauge", "When the check last failed (warn or fatal) in this writer's runs, in seconds since the Unix epoch.")
 	for _, k := range keys {
 		if c := m.Checks[k]; !c.LastFailure.IsZero() {
-			sample(b, MetricCheckLastFail, float64(c.LastFailure.UnixMilli())/1000, gpuLabels(hostname, c.GPULabels, "hook", hook, "check", c.Check)...)
+			sample(b, MetricCheckLastFail, float64(c.LastFailure.UnixMilli())/1000, gpuLabels(b, c.GPULabels, "hook", hook, "check", c.Check)...)
 		}
 	}
 	family(b, MetricXIDEvents, "counter",
@@ -203,25 +202,25 @@ func formatHealth(b *bytes.Buffer, hook, hostname string, m Metrics) {
 		return x.Code - y.Code
 	}) {
 		x := m.XIDs[k]
-		sample(b, MetricXIDEvents, float64(x.Count), gpuLabels(hostname, x.GPULabels, "hook", hook, "code", strconv.Itoa(x.Code), "severity", x.Severity)...)
+		sample(b, MetricXIDEvents, float64(x.Count), gpuLabels(b, x.GPULabels, "hook", hook, "code", strconv.Itoa(x.Code), "severity", x.Severity)...)
 	}
 	family(b, MetricKmsgLost, "counter",
 		"Kernel log records this writer should have read but the kernel had overwritten first (the log overflowed): an Xid in them is unknown. A gap of unknown length counts 1.")
-	sample(b, MetricKmsgLost, float64(m.KmsgLost), "hook", hook, "Hostname", hostname)
+	sample(b, MetricKmsgLost, float64(m.KmsgLost), "hook", hook)
 	family(b, MetricXIDClears, "counter",
 		"Clears of a GPU's Xid history, which end its standing fatal Xids: source admin (gpuprep-health --clear, logged with who and why) or driver (its recovery action back to none).")
 	for _, k := range slices.Sorted(maps.Keys(m.XIDClears)) {
 		c := m.XIDClears[k]
-		sample(b, MetricXIDClears, float64(c.Count), gpuLabels(hostname, c.GPULabels, "hook", hook, "source", c.Source)...)
+		sample(b, MetricXIDClears, float64(c.Count), gpuLabels(b, c.GPULabels, "hook", hook, "source", c.Source)...)
 	}
 	if hook == HookHealth {
 		family(b, MetricStateSaved, "gauge", "1 when gpuprep-health's last run saved its state (the Xid watermark and history) in the spool, 0 when it could not (a full file system): it acted all the same.")
 		if m.StateSaved != nil {
-			sample(b, MetricStateSaved, float64(*m.StateSaved), "hook", hook, "Hostname", hostname)
+			sample(b, MetricStateSaved, float64(*m.StateSaved), "hook", hook)
 		}
 		family(b, MetricNodeDrained, "gauge", "1 when the node is drained with a reason gpuprep set (its health checks failed), 0 when it is not; absent when slurmctld could not be asked.")
 		if m.Drained != nil && *m.Drained >= 0 {
-			sample(b, MetricNodeDrained, float64(*m.Drained), "hook", hook, "Hostname", hostname)
+			sample(b, MetricNodeDrained, float64(*m.Drained), "hook", hook)
 		}
 	}
 }

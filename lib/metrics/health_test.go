@@ -28,26 +28,26 @@ func TestHealthMetrics(t *testing.T) {
 	m.KmsgLost = 49
 	saved := 0
 	m.StateSaved = &saved
-	text := string(Format(HookHealth, "gpu01", m, Build{Version: "dev"}))
+	text := string(Format(HookHealth, testNode, m, Build{Version: "dev"}))
 	got, err := parseProm(text)
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, text)
 	}
 	t0s := float64(t0.Unix())
 	want := map[string]float64{
-		`gpuprep_health_check_status{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                                             2,
-		`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                                                                    1,
-		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                     t0s,
-		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                                            t0s,
-		`gpuprep_xid_events_total{Hostname="gpu01",UUID="GPU-3",code="79",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",severity="fatal"}`:                                          2,
-		`gpuprep_xid_events_total{Hostname="gpu01",code="13",hook="health",pci_bus_id="00000000:18:00.0",severity="warn"}`:                                                                1,
-		`gpuprep_build_info{commit="",hook="health",version="dev"}`:                                                                                                                       1,
-		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="admin"}`:                                                      2,
-		`gpuprep_xid_clears_total{Hostname="gpu01",UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="driver"}`:                                                     1,
-		`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="health"}`:                                                                                                                 49,
-		`gpuprep_health_state_saved{Hostname="gpu01",hook="health"}`:                                                                                                                      0,
-		`gpuprep_health_failure_info{Hostname="gpu01",UUID="GPU-3",action="reset_gpu",check="ecc_volatile",code="ECC_UNCORRECTABLE",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: 1,
-		`gpuprep_health_failure_info{Hostname="gpu01",action="check_hardware",check="ib_ports",code="IB_PORT_DOWN",hook="health"}`:                                                        1,
+		`gpuprep_health_check_status{UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                                             2,
+		`gpuprep_health_check_status{check="ib_ports",hook="health"}`:                                                                                                    1,
+		`gpuprep_health_check_last_failure_timestamp_seconds{UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                     t0s,
+		`gpuprep_health_check_last_failure_timestamp_seconds{check="ib_ports",hook="health"}`:                                                                            t0s,
+		`gpuprep_xid_events_total{UUID="GPU-3",code="79",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",severity="fatal"}`:                                          2,
+		`gpuprep_xid_events_total{code="13",hook="health",pci_bus_id="00000000:18:00.0",severity="warn"}`:                                                                1,
+		`gpuprep_build_info{commit="",hook="health",version="dev"}`:                                                                                                      1,
+		`gpuprep_xid_clears_total{UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="admin"}`:                                                      2,
+		`gpuprep_xid_clears_total{UUID="GPU-3",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0",source="driver"}`:                                                     1,
+		`gpuprep_kmsg_lost_records_total{hook="health"}`:                                                                                                                 49,
+		`gpuprep_health_state_saved{hook="health"}`:                                                                                                                      0,
+		`gpuprep_health_failure_info{UUID="GPU-3",action="reset_gpu",check="ecc_volatile",code="ECC_UNCORRECTABLE",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: 1,
+		`gpuprep_health_failure_info{action="check_hardware",check="ib_ports",code="IB_PORT_DOWN",hook="health"}`:                                                        1,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -65,21 +65,21 @@ func TestHealthMetrics(t *testing.T) {
 	m.SetCheck("ib_ports", GPULabels{}, StatusOK, Failure{}, true, t0.Add(time.Hour), seen)
 	drained := 1
 	m.Drained = &drained
-	got, err = parseProm(string(Format(HookHealth, "gpu01", m, Build{Version: "dev"})))
+	got, err = parseProm(string(Format(HookHealth, testNode, m, Build{Version: "dev"})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]float64{
-		`gpuprep_health_check_status{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                         0,
-		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: t0s,
-		`gpuprep_health_check_last_failure_timestamp_seconds{Hostname="gpu01",check="ib_ports",hook="health"}`:                                                        t0s,
-		`gpuprep_node_drained{Hostname="gpu01",hook="health"}`:                                                                                                        1,
+		`gpuprep_health_check_status{UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`:                         0,
+		`gpuprep_health_check_last_failure_timestamp_seconds{UUID="GPU-3",check="ecc_volatile",gpu="3",hook="health",pci_bus_id="00000000:9A:00.0"}`: t0s,
+		`gpuprep_health_check_last_failure_timestamp_seconds{check="ib_ports",hook="health"}`:                                                        t0s,
+		`gpuprep_node_drained{hook="health"}`: 1,
 	} {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("second run: %s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
-	if _, ok := got[`gpuprep_health_check_status{Hostname="gpu01",check="ib_ports",hook="health"}`]; ok {
+	if _, ok := got[`gpuprep_health_check_status{check="ib_ports",hook="health"}`]; ok {
 		t.Error("a skipped check kept its status series")
 	}
 	for k := range got {
@@ -88,7 +88,7 @@ func TestHealthMetrics(t *testing.T) {
 		}
 	}
 	// Only gpuprep-health's file has gpuprep_node_drained.
-	got, _ = parseProm(string(Format(HookProlog, "gpu01", m, Build{})))
+	got, _ = parseProm(string(Format(HookProlog, testNode, m, Build{})))
 	for k := range got {
 		if len(k) > len(MetricNodeDrained) && k[:len(MetricNodeDrained)] == MetricNodeDrained {
 			t.Errorf("prolog's file has %s", k)

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"cmp"
 	"slices"
 	"time"
@@ -80,8 +79,8 @@ type ProbeFinding struct {
 
 // probeLabels are a probe series' labels: hook, what more says, then
 // Hostname and the GPU's.
-func probeLabels(hook, hostname string, g GPULabels, more ...string) []string {
-	return gpuLabels(hostname, g, append([]string{"hook", hook}, more...)...)
+func probeLabels(b *promBuf, hook string, g GPULabels, more ...string) []string {
+	return gpuLabels(b, g, append([]string{"hook", hook}, more...)...)
 }
 
 // byBus orders by PCI bus id, then by then (a code).
@@ -92,7 +91,7 @@ func byBus(a, b GPULabels, thenA, thenB string) int {
 // formatProbe writes the probe families (gpuprep-health's file only),
 // every one with HELP and TYPE; m.Probe nil (no verdict read) has no
 // samples.
-func formatProbe(b *bytes.Buffer, hook, hostname string, m Metrics) {
+func formatProbe(b *promBuf, hook string, m Metrics) {
 	if hook != HookHealth {
 		return
 	}
@@ -108,21 +107,21 @@ func formatProbe(b *bytes.Buffer, hook, hostname string, m Metrics) {
 			if s == p.Status {
 				v = 1
 			}
-			sample(b, MetricProbeStatus, v, probeLabels(hook, hostname, GPULabels{}, "status", s)...)
+			sample(b, MetricProbeStatus, v, probeLabels(b, hook, GPULabels{}, "status", s)...)
 		}
 	}
 	family(b, MetricProbeTime, "gauge", "When the GPU speed probes' saved verdict was taken, in seconds since the Unix epoch; absent when there is none.")
 	family(b, MetricProbeForced, "gauge", "1 when the saved verdict's probes ran with --force on GPUs other processes used (its values may be low for that reason alone), 0 when not.")
 	if !p.Time.IsZero() {
-		sample(b, MetricProbeTime, float64(p.Time.UnixMilli())/1000, probeLabels(hook, hostname, GPULabels{})...)
+		sample(b, MetricProbeTime, float64(p.Time.UnixMilli())/1000, probeLabels(b, hook, GPULabels{})...)
 		forced := 0.0
 		if p.Forced {
 			forced = 1
 		}
-		sample(b, MetricProbeForced, forced, probeLabels(hook, hostname, GPULabels{})...)
+		sample(b, MetricProbeForced, forced, probeLabels(b, hook, GPULabels{})...)
 	}
-	formatProbeGPUs(b, hook, hostname, p)
-	formatProbePairs(b, hook, hostname, p)
+	formatProbeGPUs(b, hook, p)
+	formatProbePairs(b, hook, p)
 }
 
 // probeValue is one per-GPU family: its name, help and value.
@@ -146,14 +145,14 @@ var probeFloorNames = []string{"h2d", "d2h", "hbm", "p2p", "tflops"}
 
 // formatProbeGPUs writes the per-GPU values, floors and findings, by bus
 // id; a value of 0 (not measured, or failed) has no sample.
-func formatProbeGPUs(b *bytes.Buffer, hook, hostname string, p *ProbeState) {
+func formatProbeGPUs(b *promBuf, hook string, p *ProbeState) {
 	gpus := slices.SortedStableFunc(slices.Values(p.GPUs), func(x, y ProbeGPU) int { return byBus(x.GPULabels, y.GPULabels, "", "") })
 	gpus = slices.CompactFunc(gpus, func(x, y ProbeGPU) bool { return x.BusID == y.BusID })
 	for _, f := range probeValues {
 		family(b, f.name, "gauge", f.help)
 		for _, g := range gpus {
 			if v := f.value(g); v > 0 {
-				sample(b, f.name, v, probeLabels(hook, hostname, g.GPULabels)...)
+				sample(b, f.name, v, probeLabels(b, hook, g.GPULabels)...)
 			}
 		}
 	}
@@ -163,7 +162,7 @@ func formatProbeGPUs(b *bytes.Buffer, hook, hostname string, p *ProbeState) {
 		f := g.Floors
 		for i, v := range []float64{f.H2D, f.D2H, f.HBM, f.P2P, f.TFLOPS} {
 			if v > 0 {
-				sample(b, MetricProbeFloor, v, probeLabels(hook, hostname, g.GPULabels, "probe", probeFloorNames[i])...)
+				sample(b, MetricProbeFloor, v, probeLabels(b, hook, g.GPULabels, "probe", probeFloorNames[i])...)
 			}
 		}
 	}
@@ -172,13 +171,13 @@ func formatProbeGPUs(b *bytes.Buffer, hook, hostname string, p *ProbeState) {
 	finds := slices.SortedStableFunc(slices.Values(p.Findings), func(x, y ProbeFinding) int { return byBus(x.GPULabels, y.GPULabels, x.Code, y.Code) })
 	finds = slices.CompactFunc(finds, func(x, y ProbeFinding) bool { return x.BusID == y.BusID && x.Code == y.Code })
 	for _, x := range finds {
-		sample(b, MetricProbeFinding, 1, probeLabels(hook, hostname, x.GPULabels, "code", x.Code)...)
+		sample(b, MetricProbeFinding, 1, probeLabels(b, hook, x.GPULabels, "code", x.Code)...)
 	}
 }
 
 // formatProbePairs writes the peer copies, by the bus id of the GPU
 // copied into, then the peer.
-func formatProbePairs(b *bytes.Buffer, hook, hostname string, p *ProbeState) {
+func formatProbePairs(b *promBuf, hook string, p *ProbeState) {
 	family(b, MetricProbeP2P, "gauge",
 		"Peer-to-peer copy bandwidth the saved verdict measured into the GPU from GPU peer_gpu (its index), in GB/s; pairs without peer access have no sample.")
 	pairs := slices.SortedStableFunc(slices.Values(p.Pairs), func(x, y ProbePair) int {
@@ -188,7 +187,7 @@ func formatProbePairs(b *bytes.Buffer, hook, hostname string, p *ProbeState) {
 	pairs = slices.CompactFunc(pairs, func(x, y ProbePair) bool { return x.BusID == y.BusID && x.Peer == y.Peer })
 	for _, x := range pairs {
 		if x.GBps > 0 {
-			sample(b, MetricProbeP2P, x.GBps, probeLabels(hook, hostname, x.GPULabels, "peer_gpu", x.Peer)...)
+			sample(b, MetricProbeP2P, x.GBps, probeLabels(b, hook, x.GPULabels, "peer_gpu", x.Peer)...)
 		}
 	}
 }

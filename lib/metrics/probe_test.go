@@ -41,39 +41,39 @@ func testProbe() *ProbeState {
 // TestProbeMetrics: the probe families parse, carry the GPU labels, leave out what was not measured, and come in a fixed order.
 func TestProbeMetrics(t *testing.T) {
 	m := Metrics{Probe: testProbe()}
-	text := string(Format(HookHealth, "gpu01", m, Build{Version: "dev"}))
+	text := string(Format(HookHealth, testNode, m, Build{Version: "dev"}))
 	got, err := parseProm(text)
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, text)
 	}
 	const (
-		l0  = `Hostname="gpu01",UUID="GPU-0",gpu="0",hook="health",pci_bus_id="00000000:18:00.0"`
-		l1  = `Hostname="gpu01",UUID="GPU-1",gpu="1",hook="health",pci_bus_id="00000000:2A:00.0"`
-		l10 = `Hostname="gpu01",UUID="GPU-10",gpu="10",hook="health",pci_bus_id="00000000:DB:00.0"`
+		l0  = `UUID="GPU-0",gpu="0",hook="health",pci_bus_id="00000000:18:00.0"`
+		l1  = `UUID="GPU-1",gpu="1",hook="health",pci_bus_id="00000000:2A:00.0"`
+		l10 = `UUID="GPU-10",gpu="10",hook="health",pci_bus_id="00000000:DB:00.0"`
 	)
 	want := map[string]float64{
-		`gpuprep_probe_status{Hostname="gpu01",hook="health",status="pass"}`:    0,
-		`gpuprep_probe_status{Hostname="gpu01",hook="health",status="fail"}`:    1,
-		`gpuprep_probe_status{Hostname="gpu01",hook="health",status="unknown"}`: 0,
-		`gpuprep_probe_status{Hostname="gpu01",hook="health",status="none"}`:    0,
-		`gpuprep_probe_timestamp_seconds{Hostname="gpu01",hook="health"}`:       float64(t0.Unix()),
-		`gpuprep_probe_forced{Hostname="gpu01",hook="health"}`:                  0,
-		`gpuprep_probe_h2d_gbps{` + l0 + `}`:                                    53.25,
-		`gpuprep_probe_h2d_gbps{` + l1 + `}`:                                    53.1,
-		`gpuprep_probe_d2h_gbps{` + l0 + `}`:                                    53,
-		`gpuprep_probe_d2h_gbps{` + l1 + `}`:                                    52.9,
-		`gpuprep_probe_hbm_gbps{` + l0 + `}`:                                    2890.125,
-		`gpuprep_probe_hbm_gbps{` + l1 + `}`:                                    1500.5,
-		`gpuprep_probe_fp32_tflops{` + l0 + `}`:                                 58.5,
-		`gpuprep_probe_fp32_ratio_to_peak{` + l0 + `}`:                          0.91,
-		`gpuprep_probe_sm_clock_mhz{` + l0 + `}`:                                1980,
-		`gpuprep_probe_p2p_gbps{` + l0 + `,peer_gpu="1"}`:                       380.25,
-		`gpuprep_probe_p2p_gbps{` + l0 + `,peer_gpu="10"}`:                      370,
-		`gpuprep_probe_p2p_gbps{` + l1 + `,peer_gpu="0"}`:                       375.5,
-		`gpuprep_probe_finding{` + l1 + `,code="HBM_SLOW"}`:                     1,
-		`gpuprep_probe_finding{` + l1 + `,code="PROBE_FAILED"}`:                 1,
-		`gpuprep_probe_finding{` + l10 + `,code="PROBE_FAILED"}`:                1,
-		`gpuprep_probe_floor{` + l10 + `,probe="h2d"}`:                          47.3,
+		`gpuprep_probe_status{hook="health",status="pass"}`:      0,
+		`gpuprep_probe_status{hook="health",status="fail"}`:      1,
+		`gpuprep_probe_status{hook="health",status="unknown"}`:   0,
+		`gpuprep_probe_status{hook="health",status="none"}`:      0,
+		`gpuprep_probe_timestamp_seconds{hook="health"}`:         float64(t0.Unix()),
+		`gpuprep_probe_forced{hook="health"}`:                    0,
+		`gpuprep_probe_h2d_gbps{` + l0 + `}`:                     53.25,
+		`gpuprep_probe_h2d_gbps{` + l1 + `}`:                     53.1,
+		`gpuprep_probe_d2h_gbps{` + l0 + `}`:                     53,
+		`gpuprep_probe_d2h_gbps{` + l1 + `}`:                     52.9,
+		`gpuprep_probe_hbm_gbps{` + l0 + `}`:                     2890.125,
+		`gpuprep_probe_hbm_gbps{` + l1 + `}`:                     1500.5,
+		`gpuprep_probe_fp32_tflops{` + l0 + `}`:                  58.5,
+		`gpuprep_probe_fp32_ratio_to_peak{` + l0 + `}`:           0.91,
+		`gpuprep_probe_sm_clock_mhz{` + l0 + `}`:                 1980,
+		`gpuprep_probe_p2p_gbps{` + l0 + `,peer_gpu="1"}`:        380.25,
+		`gpuprep_probe_p2p_gbps{` + l0 + `,peer_gpu="10"}`:       370,
+		`gpuprep_probe_p2p_gbps{` + l1 + `,peer_gpu="0"}`:        375.5,
+		`gpuprep_probe_finding{` + l1 + `,code="HBM_SLOW"}`:      1,
+		`gpuprep_probe_finding{` + l1 + `,code="PROBE_FAILED"}`:  1,
+		`gpuprep_probe_finding{` + l10 + `,code="PROBE_FAILED"}`: 1,
+		`gpuprep_probe_floor{` + l10 + `,probe="h2d"}`:           47.3,
 	}
 	for _, l := range []string{l0, l1} {
 		for probe, v := range map[string]float64{"h2d": 47.3, "d2h": 47.3, "hbm": 2680, "p2p": 360, "tflops": 53.5} {
@@ -97,9 +97,9 @@ func TestProbeMetrics(t *testing.T) {
 	}
 	// Deterministic: by bus id, then code or peer index.
 	for _, order := range [][]string{
-		{`gpuprep_probe_hbm_gbps{hook="health",Hostname="gpu01",gpu="0"`, `gpuprep_probe_hbm_gbps{hook="health",Hostname="gpu01",gpu="1"`},
-		{`peer_gpu="1",Hostname="gpu01",gpu="0"`, `peer_gpu="10",Hostname="gpu01",gpu="0"`, `peer_gpu="0",Hostname="gpu01",gpu="1"`},
-		{`code="HBM_SLOW",Hostname="gpu01",gpu="1"`, `code="PROBE_FAILED",Hostname="gpu01",gpu="1"`, `code="PROBE_FAILED",Hostname="gpu01",gpu="10"`},
+		{`gpuprep_probe_hbm_gbps{hook="health",Hostname="gpu01",slurm_node="node-a17",gpu="0"`, `gpuprep_probe_hbm_gbps{hook="health",Hostname="gpu01",slurm_node="node-a17",gpu="1"`},
+		{`peer_gpu="1",Hostname="gpu01",slurm_node="node-a17",gpu="0"`, `peer_gpu="10",Hostname="gpu01",slurm_node="node-a17",gpu="0"`, `peer_gpu="0",Hostname="gpu01",slurm_node="node-a17",gpu="1"`},
+		{`code="HBM_SLOW",Hostname="gpu01",slurm_node="node-a17",gpu="1"`, `code="PROBE_FAILED",Hostname="gpu01",slurm_node="node-a17",gpu="1"`, `code="PROBE_FAILED",Hostname="gpu01",slurm_node="node-a17",gpu="10"`},
 	} {
 		at := -1
 		for _, s := range order {
@@ -110,7 +110,7 @@ func TestProbeMetrics(t *testing.T) {
 			at = i
 		}
 	}
-	if again := string(Format(HookHealth, "gpu01", m, Build{Version: "dev"})); again != text {
+	if again := string(Format(HookHealth, testNode, m, Build{Version: "dev"})); again != text {
 		t.Error("two formats of the same metrics differ")
 	}
 }
@@ -134,7 +134,7 @@ func sortedLabels(t *testing.T, k string) string {
 // verdict read has HELP and TYPE only; other writers' files have none of
 // the families.
 func TestProbeMetricsStatusOnly(t *testing.T) {
-	text := string(Format(HookHealth, "gpu01", Metrics{Probe: &ProbeState{Status: "none"}}, Build{}))
+	text := string(Format(HookHealth, testNode, Metrics{Probe: &ProbeState{Status: "none"}}, Build{}))
 	got, err := parseProm(text)
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +145,10 @@ func TestProbeMetricsStatusOnly(t *testing.T) {
 			probes = append(probes, k)
 		}
 	}
-	if len(probes) != 4 || got[`gpuprep_probe_status{Hostname="gpu01",hook="health",status="none"}`] != 1 {
+	if len(probes) != 4 || got[`gpuprep_probe_status{hook="health",status="none"}`] != 1 {
 		t.Errorf("never probed: %v\n%s", probes, text)
 	}
-	text = string(Format(HookHealth, "gpu01", Metrics{}, Build{}))
+	text = string(Format(HookHealth, testNode, Metrics{}, Build{}))
 	if strings.Contains(text, "\ngpuprep_probe_") {
 		t.Errorf("no verdict read, yet probe samples:\n%s", text)
 	}
@@ -159,14 +159,14 @@ func TestProbeMetricsStatusOnly(t *testing.T) {
 		}
 	}
 	for _, hook := range []string{HookProlog, HookEpilog} {
-		if text := string(Format(hook, "gpu01", Metrics{Probe: testProbe()}, Build{})); strings.Contains(text, "gpuprep_probe_") {
+		if text := string(Format(hook, testNode, Metrics{Probe: testProbe()}, Build{})); strings.Contains(text, "gpuprep_probe_") {
 			t.Errorf("%s's file has probe families", hook)
 		}
 	}
 	forced := testProbe()
 	forced.Forced = true
-	got, _ = parseProm(string(Format(HookHealth, "gpu01", Metrics{Probe: forced}, Build{})))
-	if got[`gpuprep_probe_forced{Hostname="gpu01",hook="health"}`] != 1 {
+	got, _ = parseProm(string(Format(HookHealth, testNode, Metrics{Probe: forced}, Build{})))
+	if got[`gpuprep_probe_forced{hook="health"}`] != 1 {
 		t.Error("forced verdict: gpuprep_probe_forced is not 1")
 	}
 }

@@ -49,13 +49,13 @@ type Build struct {
 // atomically: a hidden temporary file in dir, fsync, rename, fsync dir. It
 // then removes LegacyPromFile. dir must already exist (it is
 // node_exporter's, not ours); the error is for the caller to log.
-func Write(dir, hook, hostname string, m Metrics, b Build) error {
+func Write(dir, hook string, node Node, m Metrics, b Build) error {
 	if fi, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("metrics: textfile directory: %w", err)
 	} else if !fi.IsDir() {
 		return fmt.Errorf("metrics: textfile directory %s is not a directory", dir)
 	}
-	if err := state.WriteFileAtomic(dir, PromFile(hook), Format(hook, hostname, m, b), 0o644); err != nil {
+	if err := state.WriteFileAtomic(dir, PromFile(hook), Format(hook, node, m, b), 0o644); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(dir, LegacyPromFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -64,13 +64,32 @@ func Write(dir, hook, hostname string, m Metrics, b Build) error {
 	return nil
 }
 
+// Node names the node whose metrics these are; every sample carries both
+// names.
+type Node struct {
+	// Hostname is the host's name (os.Hostname): dcgm-exporter's label of
+	// the same name, for joins with its series.
+	Hostname string
+	// SlurmName is the node's Slurm name (label slurm_node): the name
+	// scontrol and sinfo take, which may differ from the host name
+	// (slurm.NodeName).
+	SlurmName string
+}
+
+// promBuf is the text being formatted, and the node every sample names.
+type promBuf struct {
+	bytes.Buffer
+	node Node
+}
+
 // Format is hook's metrics m, and gpuprep_build_info for build, in
 // the Prometheus text exposition format (0.0.4). Every sample carries
-// hook="<hook>", so the writers' files never hold the same series; the
-// health families carry dcgm-exporter's GPU labels and Hostname (hostname).
-// Every family has its HELP and TYPE even with no samples yet.
-func Format(hook, hostname string, m Metrics, build Build) []byte {
-	var b bytes.Buffer
+// hook="<hook>", so the writers' files never hold the same series, and
+// the node's Hostname and slurm_node; the GPU families carry
+// dcgm-exporter's GPU labels. Every family has its HELP and TYPE even
+// with no samples yet.
+func Format(hook string, node Node, m Metrics, build Build) []byte {
+	b := promBuf{node: node}
 	family(&b, MetricBuildInfo, "gauge", "Always 1; the labels name the gpuprep release (version) and git commit (commit, empty when unknown) of the writer (hook: prolog, epilog or health).")
 	sample(&b, MetricBuildInfo, 1, "hook", hook, "version", build.Version, "commit", build.Commit)
 	family(&b, MetricDriftEvents, "counter",
@@ -111,18 +130,38 @@ func Format(hook, hostname string, m Metrics, build Build) []byte {
 	for _, h := range hooks {
 		sample(&b, MetricRunTime, float64(m.Runs[h].End.UnixMilli())/1000, "hook", h)
 	}
-	formatHealth(&b, hook, hostname, m)
-	formatProbe(&b, hook, hostname, m)
-	formatJobGPUs(&b, hook, hostname, m)
+	formatHealth(&b, hook, m)
+	formatProbe(&b, hook, m)
+	formatJobGPUs(&b, hook, m)
 	return b.Bytes()
 }
 
-func family(b *bytes.Buffer, name, typ, help string) {
+func family(b *promBuf, name, typ, help string) {
 	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
 }
 
-// sample writes one line; labels are name, value pairs.
-func sample(b *bytes.Buffer, name string, v float64, labels ...string) {
+// nodeLabels are the labels naming the node: Hostname, slurm_node.
+func (b *promBuf) nodeLabels() []string {
+	return []string{"Hostname", b.node.Hostname, "slurm_node", b.node.SlurmName}
+}
+
+// hasLabel says whether the name, value pairs labels name the label.
+func hasLabel(labels []string, name string) bool {
+	for i := 0; i < len(labels); i += 2 {
+		if labels[i] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// sample writes one line; labels are name, value pairs, to which the
+// node's labels (nodeLabels) are added at the end unless they are there
+// (gpuLabels puts them before the GPU's, as dcgm-exporter orders them).
+func sample(b *promBuf, name string, v float64, labels ...string) {
+	if !hasLabel(labels, "Hostname") {
+		labels = append(labels[:len(labels):len(labels)], b.nodeLabels()...)
+	}
 	b.WriteString(name)
 	for i := 0; i+1 < len(labels); i += 2 {
 		if i == 0 {

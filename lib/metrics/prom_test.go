@@ -22,7 +22,7 @@ func testMetrics() Metrics {
 }
 
 func TestFormatMetrics(t *testing.T) {
-	text := string(Format(HookEpilog, "gpu01", testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
+	text := string(Format(HookEpilog, testNode, testMetrics(), Build{Version: "1.2.0", Commit: "3fd78c6"}))
 	t.Log("\n" + text)
 	got, err := parseProm(text)
 	if err != nil {
@@ -39,7 +39,7 @@ func TestFormatMetrics(t *testing.T) {
 		`gpuprep_dead_jobs_released_total{hook="epilog",reason="cgroup"}`:                      2,
 		`gpuprep_dead_jobs_released_total{hook="epilog",reason="reboot"}`:                      1,
 		`gpuprep_build_info{commit="3fd78c6",hook="epilog",version="1.2.0"}`:                   1,
-		`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="epilog"}`:                      0,
+		`gpuprep_kmsg_lost_records_total{hook="epilog"}`:                                       0,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d series, want %d: %v", len(got), len(want), got)
@@ -64,15 +64,15 @@ func TestFormatMetrics(t *testing.T) {
 	// file, with the build info (an empty commit label) and the lost
 	// kernel log records at 0 (a counter an alert's increase() needs from
 	// the start).
-	got, err = parseProm(string(Format(HookProlog, "gpu01", Metrics{}, Build{Version: "dev"})))
+	got, err = parseProm(string(Format(HookProlog, testNode, Metrics{}, Build{Version: "dev"})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[`gpuprep_build_info{commit="",hook="prolog",version="dev"}`] != 1 || got[`gpuprep_kmsg_lost_records_total{Hostname="gpu01",hook="prolog"}`] != 0 {
+	if len(got) != 2 || got[`gpuprep_build_info{commit="",hook="prolog",version="dev"}`] != 1 || got[`gpuprep_kmsg_lost_records_total{hook="prolog"}`] != 0 {
 		t.Fatalf("empty metrics: %v", got)
 	}
 	// Odd characters in a version survive as escaped label values.
-	got, err = parseProm(string(Format(HookProlog, "gpu01", Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
+	got, err = parseProm(string(Format(HookProlog, testNode, Metrics{}, Build{Version: "1.0.0-rc\"1\"\\x"})))
 	if err != nil || got[`gpuprep_build_info{commit="",hook="prolog",version="1.0.0-rc\"1\"\\x"}`] != 1 {
 		t.Fatalf("escaped version: %v %v", got, err)
 	}
@@ -108,7 +108,7 @@ func TestWriteMetrics(t *testing.T) {
 	// The one file of earlier releases goes, or its series would be
 	// reported twice.
 	os.WriteFile(filepath.Join(dir, LegacyPromFile), []byte("gpuprep_build_info 1\n"), 0o644)
-	if err := Write(dir, HookEpilog, "gpu01", testMetrics(), Build{Version: "dev"}); err != nil {
+	if err := Write(dir, HookEpilog, testNode, testMetrics(), Build{Version: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, PromFile(HookEpilog))
@@ -128,10 +128,14 @@ func TestWriteMetrics(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "textfile")
-	if err := Write(missing, HookEpilog, "gpu01", Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
+	if err := Write(missing, HookEpilog, testNode, Metrics{}, Build{}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("missing dir: %v", err)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatal("Write created the textfile directory")
 	}
 }
+
+// testNode is the node the tests' metrics are of: its Slurm name is not
+// its host name.
+var testNode = Node{Hostname: "gpu01", SlurmName: "node-a17"}

@@ -1,10 +1,12 @@
 package metrics
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -43,6 +45,14 @@ func parseProm(text string) (map[string]float64, error) {
 				if strings.HasPrefix(l.GetName(), model.ReservedLabelPrefix) {
 					return nil, fmt.Errorf("%s: reserved label name %q", name, l.GetName())
 				}
+				if v, ok := nodeLabel(l.GetName()); ok {
+					// Every sample names the node; the tests' keys
+					// leave the names out.
+					if l.GetValue() != v {
+						return nil, fmt.Errorf("%s: %s=%q, want %q", name, l.GetName(), l.GetValue(), v)
+					}
+					continue
+				}
 				keys = append(keys, l.GetName()+"="+strconv.Quote(l.GetValue()))
 			}
 			sort.Strings(keys)
@@ -68,4 +78,48 @@ func parseProm(text string) (map[string]float64, error) {
 		}
 	}
 	return samples, nil
+}
+
+// nodeLabel is the value testNode gives the label name, when it is one of
+// the node's labels.
+func nodeLabel(name string) (string, bool) {
+	switch name {
+	case "Hostname":
+		return testNode.Hostname, true
+	case "slurm_node":
+		return testNode.SlurmName, true
+	}
+	return "", false
+}
+
+// Every sample of every writer names the node twice: its host name (the
+// join with dcgm-exporter) and its Slurm name (what scontrol takes),
+// which differ here.
+func TestEverySampleNamesTheNode(t *testing.T) {
+	m := testMetrics()
+	m.Probe = testProbe()
+	m.JobGPUs = testJobGPUs().JobGPUs
+	for _, hook := range []string{HookProlog, HookEpilog, HookHealth} {
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(Format(hook, testNode, m, Build{Version: "dev"})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for name, mf := range families {
+			for _, s := range mf.GetMetric() {
+				got := map[string]string{}
+				for _, l := range s.GetLabel() {
+					got[l.GetName()] = l.GetValue()
+				}
+				if got["Hostname"] != "gpu01" || got["slurm_node"] != "node-a17" {
+					t.Errorf("%s %s: Hostname %q, slurm_node %q", hook, name, got["Hostname"], got["slurm_node"])
+				}
+				n++
+			}
+		}
+		if n < 10 {
+			t.Errorf("%s: %d samples", hook, n)
+		}
+	}
 }

@@ -35,7 +35,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 	m.SetRun(HookHealth, t0, time.Second, true)
 	m.Probe = testProbe()
 	for _, hook := range []string{HookProlog, HookEpilog, HookHealth} {
-		text := Format(hook, "gpu01", m, Build{Version: "1.0.0", Commit: "abc"})
+		text := Format(hook, testNode, m, Build{Version: "1.0.0", Commit: "abc"})
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(text)
 		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {

@@ -60,3 +60,49 @@ func (c *Conf) Node(node string) (NodeRecord, bool) {
 	}
 	return NodeRecord{}, false
 }
+
+// NodeNameFor is the NodeName slurmd takes on the host hostname when it is
+// not told one (slurmd -N): the name of the NodeName= line whose
+// NodeHostname= (each host of its list for the name at the same place of
+// NodeName's; none set: the NodeName itself) is hostname, else its part
+// before the first dot. "" when no line names the host, or a list does
+// not parse.
+func (c *Conf) NodeNameFor(hostname string) string {
+	if c == nil || hostname == "" {
+		return ""
+	}
+	short, _, _ := strings.Cut(hostname, ".")
+	for _, h := range []string{hostname, short} {
+		if name := c.nodeWithHost(h); name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// nodeWithHost is the NodeName whose host is h, "" for none.
+func (c *Conf) nodeWithHost(h string) string {
+	for _, rec := range c.records {
+		if !strings.EqualFold(rec.pairs[0][0], "NodeName") || strings.EqualFold(rec.pairs[0][1], "DEFAULT") {
+			continue
+		}
+		names, err := ExpandHostlist(rec.pairs[0][1])
+		if err != nil {
+			continue
+		}
+		hosts := names
+		for _, p := range rec.pairs[1:] {
+			if strings.EqualFold(p[0], "NodeHostname") {
+				if hosts, err = ExpandHostlist(p[1]); err != nil || len(hosts) != len(names) {
+					hosts = nil
+				}
+			}
+		}
+		for i, host := range hosts {
+			if host == h {
+				return names[i]
+			}
+		}
+	}
+	return ""
+}

@@ -32,7 +32,7 @@ import (
 // the textfile directory general.metrics_dir names (none: nothing is
 // loaded or written). Call it under the node lock; failures are only
 // logged: metrics never fail a run.
-func Write(r host.Root, cfg *config.Config, sp *state.Spool, writer string, log *slog.Logger, update func(m *metrics.Metrics, rebuilt bool)) {
+func Write(r host.Root, cfg *config.Config, sp *state.Spool, writer, node string, log *slog.Logger, update func(m *metrics.Metrics, rebuilt bool)) {
 	dir := metricsDir(r, cfg, sp, log)
 	if dir == "" {
 		return
@@ -51,7 +51,7 @@ func Write(r host.Root, cfg *config.Config, sp *state.Spool, writer string, log 
 		log.Info("removed temporary metrics files of killed runs", "files", removed)
 	}
 	host, _ := os.Hostname()
-	if err := metrics.Write(dir, writer, host, m, metrics.Build{Version: cmdenv.Version, Commit: cmdenv.Commit}); err != nil {
+	if err := metrics.Write(dir, writer, metrics.Node{Hostname: host, SlurmName: node}, m, metrics.Build{Version: cmdenv.Version, Commit: cmdenv.Commit}); err != nil {
 		log.Warn("metrics not written", "dir", dir, "err", err)
 	}
 }
