@@ -2,7 +2,8 @@
 // and gpuprep-health: the configuration validated and checked against this
 // node, read-only, as a prolog here would judge it (checkconfig.go: the
 // profiles against the GPUs and the required knobs; checknode.go: the MIG
-// layouts and the health checks).
+// layouts and the health checks; checkiso.go: how isolation would confine
+// the node's services).
 package checkconfig
 
 import (
@@ -26,7 +27,10 @@ import (
 // models of this node (NVML's power range and highest clocks), and each
 // profile's required knobs against what this node can apply; and the
 // prolog's other checks that can fail it run against this node, read-only
-// (checknode.go): the [mig] layout of each GPU and the health checks. Exit
+// (checknode.go): the [mig] layout of each GPU and the health checks; and
+// how the hooks would confine the node's services, read-only
+// (checkiso.go: through systemd or cgroupfs, and why; the units kept as
+// the admin set them), which never changes the exit code. Exit
 // 0 when valid, 2 when not, 1 when a prolog on this node would fail and
 // drain it: the default profile does not fit its GPUs or requires a knob
 // it cannot apply, a GPU's MIG layout is not the one [mig] wants, or a
@@ -47,6 +51,11 @@ func Run(prog string, c *cli.Common, cfg *config.Config, getenv func(string) str
 	if cfg.Health.ModelFile != "" {
 		fmt.Fprintf(stdout, "health model file %s is valid (%s)\n", cfg.Health.ModelFile, plural.Count(len(models), "GPU model", "GPU models"))
 	}
+	node := getenv("SLURMD_NODENAME")
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	checkIsolation(c.HostRoot(), cfg, getenv, node, stdout)
 	b, err := c.OpenGPU(cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "GPU values not checked: %v\n", err)
@@ -57,10 +66,6 @@ func Run(prog string, c *cli.Common, cfg *config.Config, getenv func(string) str
 		code = checkFits(prog, cfg, b, reported, stdout, stderr)
 	}
 	code = max(code, checkRequired(c, cfg, b, reported, stdout))
-	node := getenv("SLURMD_NODENAME")
-	if node == "" {
-		node, _ = os.Hostname()
-	}
 	code = max(code, checkNodeMIG(cfg, b, node, stdout))
 	code = max(code, checkNodeHealth(c, cfg, b, models, stdout))
 	return code

@@ -15,6 +15,11 @@ func TestCheckConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "is valid") {
 		t.Errorf("a valid file: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
+	// The fixture has no /run/systemd/system: how isolation would go, and
+	// why, is said as the hooks' --check-config says it.
+	if !strings.Contains(out, "\nisolation: cgroup v2: housekeeping_cpus writes each service's cpuset.cpus directly (cgroupfs): systemd is not PID 1 (no /run/systemd/system)\n") {
+		t.Errorf("no isolation line: %q", out)
+	}
 	if _, err := os.Stat(h.spool); !os.IsNotExist(err) {
 		t.Errorf("--check-config made the spool: %v", err)
 	}

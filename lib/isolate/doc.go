@@ -22,6 +22,8 @@
 //     so that only the prolog and epilog link containerd/cgroups.
 //   - state.go: the canonical form of what the confined cgroups hold, the
 //     Value of the housekeeping_cpus knob (lib/knob).
+//   - look.go: a read-only look at what Targets would do
+//     (--check-config): systemd or cgroupfs, and the units kept.
 //   - baseline.go: what puts them back, per cgroup always (the cgroups
 //     gpuprep wrote, each with what it held before), so that a unit
 //     started during a job is never written by a restore.

@@ -1,13 +1,15 @@
 // Package sdunits is lib/isolate's Units over systemd's D-Bus API
 // (github.com/coreos/go-systemd/v22/dbus), on PID 1's private socket
-// /run/systemd/private, so no dbus-daemon is needed. Only the prolog and
-// epilog link it (through lib/hook), as with lib/isolate/cgwriter.
+// /run/systemd/private, so no dbus-daemon is needed. The prolog and epilog
+// link it (lib/hookcmd), and --check-config (lib/checkconfig, also
+// gpuprep-health's) to tell how the hooks would confine, read-only.
 package sdunits
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -28,11 +30,29 @@ const callTimeout = 10 * time.Second
 // sd_booted(3) tells: /run/systemd/system exists. Only the node itself
 // (root "/") can be reached over D-Bus; a fixture root never is.
 func Booted(root host.Root) bool {
-	if !root.IsHost() {
-		return false
+	ok, _ := Why(root)
+	return ok
+}
+
+// runDir is the folder that exists where systemd is PID 1.
+const runDir = "/run/systemd/system"
+
+// Why is Booted and, in words, why or why not (for --check-config): it
+// reads /run/systemd/system under root, and a root other than "/" is a
+// fixture, whose systemd D-Bus does not reach.
+func Why(root host.Root) (bool, string) {
+	st, err := os.Lstat(root.Path(runDir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, "systemd is not PID 1 (no " + runDir + ")"
+	case err != nil:
+		return false, fmt.Sprintf("systemd is not known to be PID 1: %v", err)
+	case !st.IsDir():
+		return false, "systemd is not PID 1 (" + runDir + " is no folder)"
+	case !root.IsHost():
+		return false, "the root " + root.Dir() + " is not this machine's, whose systemd alone D-Bus reaches"
 	}
-	st, err := os.Lstat("/run/systemd/system")
-	return err == nil && st.IsDir()
+	return true, "systemd is PID 1 (" + runDir + ")"
 }
 
 // Manager is systemd's unit manager, connected on first use. Every call
@@ -51,6 +71,22 @@ func New(ctx context.Context, root host.Root) *Manager {
 		return nil
 	}
 	return &Manager{ctx: ctx}
+}
+
+// Ping connects to systemd and reads its SystemState property, read-only
+// (for --check-config): an error says D-Bus does not reach it, and then
+// every call of a hook's would fail too.
+func (m *Manager) Ping() error {
+	conn, err := m.connect()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, callTimeout)
+	defer cancel()
+	if _, err := conn.SystemStateContext(ctx); err != nil {
+		return fmt.Errorf("systemd's SystemState: %w", err)
+	}
+	return nil
 }
 
 // Close closes the connection, if one was made.

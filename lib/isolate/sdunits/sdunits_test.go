@@ -2,6 +2,9 @@ package sdunits
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"gpuprep/lib/cpuset"
@@ -47,5 +50,20 @@ func TestUnitInterface(t *testing.T) {
 func TestNotBootedOnFixture(t *testing.T) {
 	if New(t.Context(), host.NewRoot(t.TempDir())) != nil {
 		t.Error("a fixture root got a systemd manager")
+	}
+}
+
+// Why says why a node is not taken for systemd's: no /run/systemd/system,
+// or a fixture root that has one (D-Bus reaches only this machine).
+func TestWhy(t *testing.T) {
+	dir := t.TempDir()
+	if ok, why := Why(host.NewRoot(dir)); ok || why != "systemd is not PID 1 (no /run/systemd/system)" {
+		t.Errorf("no /run/systemd/system: %v, %q", ok, why)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "run/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Why(host.NewRoot(dir)); ok || !strings.Contains(why, "is not this machine's") || Booted(host.NewRoot(dir)) {
+		t.Errorf("a fixture with /run/systemd/system: %v, %q", ok, why)
 	}
 }
