@@ -1,6 +1,7 @@
 package checkconfig
 
 import (
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
@@ -126,5 +127,17 @@ func TestCheckIsolationSystemdKept(t *testing.T) {
 	}
 	if !maps.Equal(before, snapshot(t, dir)) {
 		t.Error("--check-config changed the node")
+	}
+}
+
+// systemd is PID 1 but D-Bus does not answer: the hooks' calls fail as
+// --check-config's, so it says they confine nothing (cgroup v2).
+func TestCheckIsolationUnreachable(t *testing.T) {
+	dir := isoRoot(t)
+	var out strings.Builder
+	reportIsolation(&out, host.NewRoot(dir), isolate.Options{Units: unreachable{errors.New("dial unix /run/systemd/private: connection refused")}},
+		"systemd is PID 1 (/run/systemd/system), but D-Bus not reachable: dial unix /run/systemd/private: connection refused")
+	if !strings.Contains(out.String(), "D-Bus not reachable: dial unix") || !strings.Contains(out.String(), "isolation: the hooks confine no cgroup here: systemd owns the cgroups but did not answer") {
+		t.Errorf("got\n%s", out.String())
 	}
 }
