@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	"gpuprep/lib/health"
 	"gpuprep/lib/hook"
 	"gpuprep/lib/plural"
+	"gpuprep/lib/slurm"
 )
 
 // Run is --check-config: the configuration is valid (every profile
@@ -35,7 +35,7 @@ import (
 // drain it: the default profile does not fit its GPUs or requires a knob
 // it cannot apply, a GPU's MIG layout is not the one [mig] wants, or a
 // fatal health check fails. getenv gives SLURMD_NODENAME ([mig.nodes];
-// else the host name). gpuprep-health's --check-config is the same check:
+// else slurm.NodeName's other sources). gpuprep-health's --check-config is the same check:
 // the file and node are the hooks'.
 func Run(prog string, c *cli.Common, cfg *config.Config, getenv func(string) string, stdout, stderr io.Writer) int {
 	for _, name := range cfg.ProfileNames() {
@@ -51,10 +51,7 @@ func Run(prog string, c *cli.Common, cfg *config.Config, getenv func(string) str
 	if cfg.Health.ModelFile != "" {
 		fmt.Fprintf(stdout, "health model file %s is valid (%s)\n", cfg.Health.ModelFile, plural.Count(len(models), "GPU model", "GPU models"))
 	}
-	node := getenv("SLURMD_NODENAME")
-	if node == "" {
-		node, _ = os.Hostname()
-	}
+	node := slurm.NodeName(c.HostRoot(), "", getenv)
 	checkIsolation(c.HostRoot(), cfg, getenv, node, stdout)
 	b, err := c.OpenGPU(cfg)
 	if err != nil {
