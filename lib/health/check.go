@@ -96,6 +96,12 @@ type Report struct {
 	// History is each GPU's Xids this boot since it was last cleared,
 	// one record per code, each with what it means now (its severity).
 	History map[string]GPUHistory `json:"xid_history,omitempty"`
+	// Standing are the fatal Xids that stand against the node's GPUs after
+	// this run, one xid result per GPU, whatever the run's scope or op
+	// (an epilog's too, which does not fail for them; gpuprep-health's
+	// and a prolog's Results hold those in their scope as well): what
+	// the metrics' xid status says until they are cleared.
+	Standing []Result `json:"standing_xids,omitempty"`
 	// Recovery is the driver's recovery action of each GPU in scope that
 	// could be read (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
 	Recovery map[string]gpu.RecoveryAction `json:"recovery_action,omitempty"`

@@ -313,13 +313,7 @@ func (j *xidJudge) gather(prior []Result) {
 	if !j.ev.Standing {
 		return
 	}
-	remapOK := map[string]bool{}
-	for _, r := range prior {
-		if r.Check == "row_remap" && r.Status == OK && r.BusID != "" {
-			remapOK[r.BusID] = true
-		}
-	}
-	for _, s := range StandingXIDs(j.ev.History, j.e.Health, remapOK) {
+	for _, s := range StandingXIDs(j.ev.History, j.e.Health, remapOKOf(prior)) {
 		if _, inScope := j.gpus[s.BusID]; inScope || j.f.Whole {
 			j.standing[s.BusID] = append(j.standing[s.BusID], s)
 			add(s.BusID)
@@ -401,14 +395,7 @@ func (p *codePick) add(c Code, sev string) {
 
 // scope names the GPU at bus: "GPU 0 (0000:18:00.0)", or "GPU ? (...)"
 // for one the backend does not list.
-func (j *xidJudge) scope(bus string) string {
-	for _, d := range j.f.Devices {
-		if d.BusID == bus {
-			return gpuScope(d)
-		}
-	}
-	return "GPU ? (" + bus + ")"
-}
+func (j *xidJudge) scope(bus string) string { return busScope(bus, j.f.Devices) }
 
 // recoveryPart is what the GPU's recovery action adds to its xid result,
 // and its severity: "" for none, or for a backend or driver that cannot

@@ -85,6 +85,34 @@ func TestStandingXIDs(t *testing.T) {
 	}
 }
 
+// TestStandingResults: one fatal xid result per GPU a fatal Xid stands
+// against, naming each of its Xids, with the code of the one whose action
+// does the most, the GPU named from the devices (or by bus id alone);
+// none where the xid check is off.
+func TestStandingResults(t *testing.T) {
+	h := xidHealth()
+	const a, b = "0000:18:00.0", "0000:9a:00.0"
+	hist := map[string]GPUHistory{
+		a: {{Code: 13, Count: 5}, {Code: 79, Count: 2, Text: "GPU has fallen off the bus."}},
+		b: {{Code: 48, Count: 1}, {Code: 79, Count: 1}},
+	}
+	res := standingResults(hist, h, nil, []gpu.Device{{Index: 0, BusID: a}})
+	if len(res) != 2 {
+		t.Fatalf("%d results: %+v", len(res), res)
+	}
+	if r := res[0]; r.Check != "xid" || r.Status != Fail || r.Severity != config.HealthFatal || r.BusID != a ||
+		r.Scope != "GPU 0 ("+a+")" || r.Code != "XID79" || !strings.Contains(r.Reason, "Xid 79 not cleared (2 times") || strings.Contains(r.Reason, "Xid 13") {
+		t.Errorf("GPU 0: %+v", r)
+	}
+	if r := res[1]; r.Scope != "GPU ? ("+b+")" || !strings.Contains(r.Reason, "Xid 48") || !strings.Contains(r.Reason, "Xid 79") || r.Code != "XID79" {
+		t.Errorf("the other GPU: %+v", r)
+	}
+	h.Severity = map[string]string{"xid": "off"}
+	if res := standingResults(hist, h, nil, nil); len(res) != 0 {
+		t.Errorf("xid = off: %+v", res)
+	}
+}
+
 // TestDrainReason: the code and what to do come first, then what was
 // found; a result with no code (made by hand) names its check.
 func TestDrainReason(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gpuprep/lib/config"
+	"gpuprep/lib/gpu"
 )
 
 // RemapXIDs are the Xid codes of GPU memory errors (48 double-bit ECC, 63
@@ -44,6 +45,61 @@ func StandingXIDs(hist map[string]GPUHistory, h config.HealthSection, remapOK ma
 		}
 	}
 	return out
+}
+
+// remapOKOf lists the GPUs (by bus id) whose row_remap check passed in
+// results: nothing pending, nothing failed (StandingXIDs).
+func remapOKOf(results []Result) map[string]bool {
+	ok := map[string]bool{}
+	for _, r := range results {
+		if r.Check == "row_remap" && r.Status == OK && r.BusID != "" {
+			ok[r.BusID] = true
+		}
+	}
+	return ok
+}
+
+// standingResults are the fatal Xids that stand against every GPU the
+// history names after a run (StandingXIDs: whatever the run's scope, and
+// also after an epilog, which does not fail for them), one xid result per
+// GPU as gpuprep-health would give it: the xid check's severity (fatal,
+// lowered by [health.severity] xid; none when off), the reason and the
+// code of the Xid whose action does the most. devs name the GPUs.
+func standingResults(hist map[string]GPUHistory, h config.HealthSection, remapOK map[string]bool, devs []gpu.Device) []Result {
+	sev := lower(config.HealthFatal, h.HealthSeverity("xid"))
+	if sev == config.HealthOff {
+		return nil
+	}
+	var out []Result
+	byBus := map[string]int{}
+	var picks []codePick
+	for _, s := range StandingXIDs(hist, h, remapOK) {
+		i, seen := byBus[s.BusID]
+		if !seen {
+			i = len(out)
+			byBus[s.BusID] = i
+			out = append(out, fail("xid", busScope(s.BusID, devs), s.describe()))
+			out[i].BusID, out[i].Severity = s.BusID, sev
+			picks = append(picks, codePick{})
+		} else {
+			out[i].Reason += "; " + s.describe()
+		}
+		picks[i].add(xidCode(s.Code), config.HealthFatal)
+	}
+	for i := range out {
+		out[i] = out[i].withCode(picks[i].best)
+	}
+	return out
+}
+
+// busScope names the GPU at bus among devs, as a result's scope.
+func busScope(bus string, devs []gpu.Device) string {
+	for _, d := range devs {
+		if d.BusID == bus {
+			return gpuScope(d)
+		}
+	}
+	return "GPU ? (" + bus + ")"
 }
 
 // clearedBy says what ends a standing Xid, for the log and docs/oncall.md:

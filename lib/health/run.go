@@ -105,6 +105,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := report(o, f, st, res, xids)
 	rep.Cleared = cleared
+	rep.Standing = standingResults(st.History, o.Health, remapOKOf(res), f.Devices)
 	rep.Probe, rep.ProbeTime = probeStatus(f, o.Health)
 	rep.Millis = float64(time.Since(start).Microseconds()) / 1000
 	if o.ReadOnly || o.Spool == nil {

@@ -580,3 +580,70 @@ func TestClearFlags(t *testing.T) {
 		t.Errorf("clears in health.json (%v): %+v", err, st.Clears)
 	}
 }
+
+// xidStatus is the xid check's status sample for the GPU at bus
+// ("00000000:18:00.0") in a metrics file, "" when there is none.
+func xidStatus(prom, bus string) string {
+	for _, line := range strings.Split(prom, "\n") {
+		if strings.HasPrefix(line, `gpuprep_health_check_status{hook=`) && strings.Contains(line, `check="xid"`) && strings.Contains(line, `pci_bus_id="`+bus+`"`) {
+			return line[strings.LastIndexByte(line, ' ')+1:]
+		}
+	}
+	return ""
+}
+
+// A fatal Xid that stands keeps the xid check's status metric at 2 on its
+// GPU in every writer's file, until it is cleared: gpuprep-health's run
+// that found it, its next run (no new Xid), and the epilog of the job that
+// ran on the GPU when it came (the epilog does not fail for it, but its
+// status must not say ok: the dashboard and the rules read whichever
+// writer ran last). After --clear, 0.
+func TestStandingXIDInStatusMetric(t *testing.T) {
+	n := newStandingNode(t)
+	const bus = "00000000:18:00.0"
+	args := []string{"--root", n.root, "--gpu-backend", "mock:dgxh100", "--config", n.cfg, "--state-dir", n.spool}
+	env := map[string]string{"SLURM_JOB_ID": "700", "SLURM_JOB_USER": "mallory", "SLURM_JOB_GPUS": "0", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
+	if code, _, stderr := mainRun("prolog", env, args...); code != 0 {
+		t.Fatalf("prolog: %d %s", code, stderr)
+	}
+	n.kernel(xidLine("18:00", 79, "GPU has fallen off the bus."))
+	for i := range 2 {
+		if h := n.health(nil); h.code != 1 {
+			t.Fatalf("health run %d: exit %d", i+1, h.code)
+		}
+		if v := xidStatus(n.prom("gpuprep-health.prom"), bus); v != "2" {
+			t.Errorf("health run %d: xid status %q, want 2", i+1, v)
+		}
+	}
+	env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmd"
+	if code, _, stderr := mainRun("epilog", env, args...); code != 0 {
+		t.Fatalf("epilog: %d %s", code, stderr)
+	}
+	if v := xidStatus(n.prom("gpuprep-epilog.prom"), bus); v != "2" {
+		t.Errorf("epilog: xid status %q while Xid 79 stands, want 2:\n%s", v, n.prom("gpuprep-epilog.prom"))
+	}
+	// A job on GPU 1: its prolog passes, and its files say GPU 0's Xid
+	// stands too.
+	if code, stderr := n.prolog("1"); code != 0 {
+		t.Fatalf("a job on GPU 1: %d %s", code, stderr)
+	}
+	for _, f := range []string{"gpuprep-prolog.prom", "gpuprep-epilog.prom"} {
+		if v := xidStatus(n.prom(f), bus); v != "2" {
+			t.Errorf("%s of a job on GPU 1: GPU 0's xid status %q, want 2", f, v)
+		}
+	}
+	if code, out, stderr := n.healthRaw(nil, "--clear", "0", "--reason", "GPU replaced"); code != 0 {
+		t.Fatalf("--clear: %d %s %s", code, out, stderr)
+	}
+	n.health(nil)
+	n.prolog("1")
+	for _, f := range []string{"gpuprep-health.prom", "gpuprep-prolog.prom", "gpuprep-epilog.prom"} {
+		prom := n.prom(f)
+		if v := xidStatus(prom, bus); v != "" {
+			t.Errorf("%s after --clear: GPU 0's xid status %q, want none (the node's xid: ok)", f, v)
+		}
+		if !strings.Contains(prom, `check="xid",Hostname=`) || promSample(prom, `gpuprep_health_check_status{hook="`) == "" {
+			t.Errorf("%s after --clear: no xid status:\n%s", f, prom)
+		}
+	}
+}

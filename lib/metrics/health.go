@@ -170,7 +170,7 @@ func gpuLabels(b *promBuf, g GPULabels, more ...string) []string {
 func formatHealth(b *promBuf, hook string, m Metrics) {
 	keys := slices.Sorted(maps.Keys(m.Checks))
 	family(b, MetricCheckStatus, "gauge",
-		"Outcome of a gpuprep health check in the writer's last run that checked it: 0 passed, 1 failed with severity warn, 2 failed fatal (the node drains). GPU labels as dcgm-exporter's; none for a node-wide check.")
+		"Outcome of a gpuprep health check in the writer's last run that checked it: 0 passed, 1 failed with severity warn, 2 failed fatal (the node drains). GPU labels as dcgm-exporter's; none for a node-wide check. check=\"xid\" is 2 on a GPU while a fatal Xid stands against it, in every writer's file, until it is cleared (a reboot, the driver's recovery action back to none, gpuprep-health --clear).")
 	for _, k := range keys {
 		if c := m.Checks[k]; c.Current {
 			sample(b, MetricCheckStatus, float64(c.Status), gpuLabels(b, c.GPULabels, "hook", hook, "check", c.Check)...)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,8 @@ func Write(r host.Root, cfg *config.Config, sp *state.Spool, writer, node string
 }
 
 // AddHealth records a health report in m: each check's status on each GPU
-// (or the node), each new Xid, the driver's clears and the kernel log
+// (or the node), the xid status of every GPU a fatal Xid stands against
+// (Report.Standing), each new Xid, the driver's clears and the kernel log
 // records lost, labelled with the GPU as dcgm-exporter labels it.
 func AddHealth(m *metrics.Metrics, rep *health.Report, now time.Time) {
 	labels := GPULabeller(rep.Inventory)
@@ -74,23 +76,31 @@ func AddHealth(m *metrics.Metrics, rep *health.Report, now time.Time) {
 			break
 		}
 	}
-	for _, r := range rep.Results {
-		status := metrics.StatusOK
-		if r.Status == health.Fail {
-			switch r.Severity {
-			case config.HealthFatal:
-				status = metrics.StatusFatal
-			case config.HealthWarn:
-				status = metrics.StatusWarn
-			default:
-				continue // off: not a finding
-			}
+	// A fatal Xid that stands keeps its GPU's xid status whatever the run
+	// found new (an epilog's, a prolog's of other GPUs).
+	for _, r := range slices.Concat(rep.Results, rep.Standing) {
+		if status, ok := checkStatus(r); ok {
+			m.SetCheck(r.Check, labels(r.BusID), status, metrics.Failure{Code: r.Code, Action: string(r.Action)}, r.Status == health.Skip, now, seen)
 		}
-		m.SetCheck(r.Check, labels(r.BusID), status, metrics.Failure{Code: r.Code, Action: string(r.Action)}, r.Status == health.Skip, now, seen)
 	}
 	for _, x := range rep.XIDs {
 		m.AddXID(x.Code, x.Severity, labels(x.BusID))
 	}
+}
+
+// checkStatus is a result's status metric value; ok false for a failure
+// whose severity is off (not a finding).
+func checkStatus(r health.Result) (status int, ok bool) {
+	if r.Status != health.Fail {
+		return metrics.StatusOK, true
+	}
+	switch r.Severity {
+	case config.HealthFatal:
+		return metrics.StatusFatal, true
+	case config.HealthWarn:
+		return metrics.StatusWarn, true
+	}
+	return 0, false
 }
 
 // AddProbe records in m what the probes' saved verdict says now: status
