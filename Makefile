@@ -161,6 +161,8 @@ install: $(BINS) man
 	install -m 0644 examples/tmpfiles.d/gpuprep.conf $(DESTDIR)/etc/tmpfiles.d/gpuprep.conf
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
 	cd build/man && for f in man*/*.gz; do install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$$f || exit 1; done
+	install -d $(DESTDIR)$(COMPLETIONDIR)
+	install -m 0644 $(addprefix build/man/bash-completion/,$(COMPLETIONS)) $(DESTDIR)$(COMPLETIONDIR)/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/sbin/,gpuprep-prolog gpuprep-epilog gpuprep-gres gpuprep-health) $(DESTDIR)$(PREFIX)/bin/srunwrap
@@ -168,11 +170,16 @@ uninstall:
 	-rmdir $(DESTDIR)$(PREFIX)/lib/gpuprep 2>/dev/null
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/,$(MANPAGES))
+	rm -f $(addprefix $(DESTDIR)$(COMPLETIONDIR)/,$(COMPLETIONS))
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) $(DESTDIR)/etc/gpuprep 2>/dev/null
 
 # man writes the man pages into build/man (man1/, man5/, man8/), generated
 # from the programs' flag definitions and the configuration schema
 # (internal/mangen) and compressed with gzip -9n.
+# COMPLETIONS are the programs' bash completions (internal/mangen), made
+# with the man pages; bash-completion finds them in COMPLETIONDIR.
+COMPLETIONS := gpuprep-prolog gpuprep-epilog gpuprep-gres gpuprep-health srunwrap
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 MANPAGES := man1/srunwrap.1.gz man8/gpuprep-prolog.8.gz man8/gpuprep-epilog.8.gz man8/gpuprep-gres.8.gz man8/gpuprep-health.8.gz man5/gpuprep.toml.5.gz
 man:
 	@test -f internal/mangen/cmd/mangen/main.go || { echo "make man: internal/mangen/cmd/mangen is missing: no generator for the man pages" >&2; exit 1; }
@@ -180,7 +187,7 @@ man:
 	@# and a make package may run at once (the tests do).
 	tmp=build/man.tmp.$$$$ && rm -rf $$tmp && $(GO) run ./internal/mangen/cmd/mangen -out $$tmp >/dev/null && \
 	gzip -9nf $$tmp/man*/*.[0-9] && \
-	for f in $(MANPAGES); do test -f $$tmp/$$f || { echo "make man: the generator wrote no $$f" >&2; rm -rf $$tmp; exit 1; }; done && \
+	for f in $(MANPAGES) $(addprefix bash-completion/,$(COMPLETIONS)); do test -f $$tmp/$$f || { echo "make man: the generator wrote no $$f" >&2; rm -rf $$tmp; exit 1; }; done && \
 	rm -rf build/man && { mv -T $$tmp build/man 2>/dev/null || rm -rf $$tmp; }
 
 # package builds dist/gpuprep_$(VERSION)_amd64.deb and
