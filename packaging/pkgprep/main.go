@@ -8,8 +8,6 @@
 //     "glibc >= 2.28" (-rpm-glibc) and pkgprep fails when its programs
 //     need more, unless they come from bin/ (then the floor is what they
 //     need);
-//   - gpuprep.toml, the configuration file installed in /etc/gpuprep: the
-//     example with every setting commented out;
 //   - the DEP-5 copyright file, listing the licence of gpuprep and of every
 //     Go module compiled into the programs (read from the module cache;
 //     nothing is fetched);
@@ -51,7 +49,6 @@ type options struct {
 	out              string
 	rpmGlibc         string
 	maintainer       string
-	example          string
 	changelog        string
 	nfpmConfig       string
 }
@@ -70,7 +67,6 @@ func main() {
 	flag.StringVar(&o.out, "out", "build/pkg", "folder to write into")
 	flag.StringVar(&o.rpmGlibc, "rpm-glibc", "2.28", "the glibc the rpm declares it needs at least")
 	flag.StringVar(&o.maintainer, "maintainer", "", "the packages' maintainer, \"Name <address>\"")
-	flag.StringVar(&o.example, "example", "examples/gpuprep.toml", "the example configuration")
 	flag.StringVar(&o.changelog, "changelog", "CHANGELOG.md", "the changelog")
 	flag.StringVar(&o.nfpmConfig, "nfpm", "packaging/nfpm.yaml", "the nfpm configuration (the rpm's gets its changelog key)")
 	flag.Parse()
@@ -127,14 +123,6 @@ func run(o options) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("%w", err)
 	}
-	example, err := os.ReadFile(o.example)
-	if err != nil {
-		return fmt.Errorf("%w", err)
-	}
-	conf, err := commentedConfig(example)
-	if err != nil {
-		return err
-	}
 	mods, goVersion, err := modulesOf(debBins, o.modcache)
 	if err != nil {
 		return err
@@ -163,7 +151,6 @@ func run(o options) error {
 		shq(o.version), shq("libc6 (>= "+debFloor.String()+")"), shq("glibc >= "+rpmDeclared.String()),
 		shq(o.rpmBin), shq(o.bin), shq(o.out), shq(o.maintainer))
 	files := map[string][]byte{
-		"gpuprep.toml":  conf,
 		"copyright.deb": []byte(debCopyright),
 		"copyright.rpm": []byte(rpmCopyright),
 		"nfpm.env":      []byte(env),
