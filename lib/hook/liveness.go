@@ -101,6 +101,13 @@ func lookForJobs(o *run) *jobEvidence {
 	return ev
 }
 
+// alive says whether Slurm shows job running: its cgroup (job_<id>: its
+// SLUID is in its record, and this job has none) or a slurmstepd of it.
+// False where neither could be looked at.
+func (ev *jobEvidence) alive(job string) bool {
+	return ev.cg != nil && ev.cg.Present() && (ev.cg.Has(job, "") || ev.daemons.HasStepd(job))
+}
+
 // gone says whether every sign of job (with its SLUID, "" before Slurm
 // 26.05) is gone; where names the folders looked in.
 func (ev *jobEvidence) gone(job, sluid string) (bool, string) {

@@ -103,11 +103,13 @@ func heldSettings(o *run) ([]string, error) {
 }
 
 // tidyRunDir removes what jobs that are gone left in the run directory:
-// the notices of every job without a record but own (the run's own job):
-// the prolog commits a job's record before it writes its notices, so a
-// job with notices and no record is one whose epilog was killed after it
-// let go of the job; and the temporary files of killed writes. A failure
-// is a warning: nothing of the node's settings is in them.
+// the notices of every job but own (the run's own job) that has no record
+// and that Slurm's cgroups and processes do not show alive (the prolog
+// commits a job's record before it writes its notices, so such notices
+// are those of a job whose epilog was killed after it let go of the job);
+// and the temporary files of killed writes. Slurm's jobs are looked for
+// only when such notices are found. A failure is a warning: nothing of
+// the node's settings is in them.
 func tidyRunDir(o *run, s *spoolState, own string) {
 	if o.DryRun || o.rd.dir == nil {
 		return
@@ -117,9 +119,16 @@ func tidyRunDir(o *run, s *spoolState, own string) {
 	} else if len(removed) > 0 {
 		o.Log.Info("removed temporary files of killed runs", "dir", o.rd.dir.Path(), "files", removed)
 	}
+	var ev *jobEvidence
 	keep := func(job uint64) bool {
 		id := strconv.FormatUint(job, 10)
-		return id == own || s.jobs[id] != nil
+		if id == own || s.jobs[id] != nil {
+			return true
+		}
+		if ev == nil {
+			ev = lookForJobs(o)
+		}
+		return ev.alive(id)
 	}
 	gone, err := nodedesc.ForgetNotices(o.rd.dir, keep)
 	if err != nil {
