@@ -11,6 +11,7 @@ import (
 
 	"gpuprep/lib/gpu"
 	"gpuprep/lib/gresconf"
+	"gpuprep/lib/plan"
 	"gpuprep/lib/textfmt"
 )
 
@@ -53,10 +54,13 @@ func gresConfPath(configured, slurmConf string) string {
 
 // gresDevice is one of Slurm's GPUs (a GRES record's device) as
 // SLURM_JOB_GPUS numbers them: the minor of its /dev/nvidia<N>, and whether
-// it is a MIG device of that GPU.
+// it is a MIG device of that GPU; Caps are a MIG device's
+// /dev/nvidia-caps/nvidia-cap<N> minors (its GPU instance's and compute
+// instance's access files), which tell the MIG device (jobMIGs).
 type gresDevice struct {
 	Minor int
 	MIG   bool
+	Caps  []int
 }
 
 // gresMinors lists node's GRES devices named name in the order Slurm
@@ -90,7 +94,7 @@ func gresMinors(g *gresconf.Conf, node, name string) ([]gresDevice, error) {
 				return nil, fmt.Errorf("%s line %d: MultipleFiles= names no /dev/nvidia<N>", g.File, d.Line)
 			}
 			m, _ := nvidiaMinor(d.MultipleFiles[k])
-			out = append(out, gresDevice{Minor: m, MIG: true})
+			out = append(out, gresDevice{Minor: m, MIG: true, Caps: capMinors(d.MultipleFiles)})
 			continue
 		}
 		if d.File == "" {
@@ -101,6 +105,52 @@ func gresMinors(g *gresconf.Conf, node, name string) ([]gresDevice, error) {
 			return nil, fmt.Errorf("%s line %d: File=%s is not /dev/nvidia<N>", g.File, d.Line, d.File)
 		}
 		out = append(out, gresDevice{Minor: m})
+	}
+	return out, nil
+}
+
+// capMinors are the N of the /dev/nvidia-caps/nvidia-cap<N> among files.
+func capMinors(files []string) []int {
+	var out []int
+	for _, f := range files {
+		s, ok := strings.CutPrefix(f, "/dev/nvidia-caps/nvidia-cap")
+		if n, err := strconv.Atoi(s); ok && err == nil && n >= 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// jobMIGs names the job's MIG devices (the SLURM_JOB_GPUS indexes idx that
+// devs, from gresMinors, says are MIG records) by their UUIDs: on the GPU
+// of the record's /dev/nvidia<N>, the MIG device (as the backend lists it,
+// all) whose GPU and compute instance cap minors are both among the
+// record's cap files. A record that names none of the GPU's MIG devices,
+// or one without a UUID, is an error: the job's MIG devices are not
+// known for sure.
+func jobMIGs(all []gpu.Device, idx []int, devs []gresDevice) ([]string, error) {
+	var out []string
+	for _, i := range idx {
+		if i < 0 || i >= len(devs) || !devs[i].MIG {
+			continue
+		}
+		k := slices.IndexFunc(all, func(d gpu.Device) bool { return d.Minor == devs[i].Minor })
+		if k < 0 {
+			return nil, fmt.Errorf("MIG device %d: /dev/nvidia%d is not among the GPU backend's GPUs", i, devs[i].Minor)
+		}
+		m := slices.IndexFunc(all[k].MIG.Devices, func(m gpu.MIGDevice) bool {
+			return m.GICapMinor >= 0 && m.CICapMinor >= 0 && slices.Contains(devs[i].Caps, m.GICapMinor) && slices.Contains(devs[i].Caps, m.CICapMinor)
+		})
+		if m < 0 {
+			return nil, fmt.Errorf("MIG device %d: no MIG device of GPU %d has the cap files %s of its gres.conf record", i, all[k].Index, textfmt.JoinInts(devs[i].Caps, ","))
+		}
+		uuid := all[k].MIG.Devices[m].UUID
+		if uuid == "" {
+			return nil, fmt.Errorf("MIG device %d: the GPU backend gives GPU %d's MIG devices no UUIDs", i, all[k].Index)
+		}
+		if !slices.Contains(out, uuid) {
+			out = append(out, uuid)
+		}
 	}
 	return out, nil
 }
@@ -187,6 +237,28 @@ func readGresDevices(o *run, p string) ([]gresDevice, error) {
 		node = o.Node
 	}
 	return gresMinors(g, node, o.Config.Gres.Name)
+}
+
+// migScopes finds the job's MIG devices (jobMIGs) when its GPUs are MIG
+// devices known for sure, for the knobs that apply to MIG devices (mps).
+// When they cannot be told, and the profile sets mps, out says why MPS
+// is skipped.
+func migScopes(o *run, out *Outcome, j *prologJob) []string {
+	if !j.migDevs || !j.known {
+		return nil
+	}
+	devs, _, err := gresDevices(o)
+	var uuids []string
+	if err == nil {
+		uuids, err = jobMIGs(o.devices(), o.Job.GPUs, devs)
+	}
+	if err == nil {
+		return uuids
+	}
+	if _, ok := j.prof.Knobs.Setting("mps"); ok {
+		out.warn(plan.KindGPUs, "MPS skipped on the job's MIG devices: cannot tell which they are: %v", err)
+	}
+	return nil
 }
 
 // slurmGPUMinors is the /dev/nvidia minor of each of Slurm's GPU indexes

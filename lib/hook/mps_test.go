@@ -37,7 +37,13 @@ type mpsEnvT struct {
 
 func newMPSEnv(t *testing.T) *mpsEnvT {
 	t.Helper()
-	e := newEnv(t, "dgxh100", "mock:dgxh100")
+	return newMPSEnvOn(t, "dgxh100", "mock:dgxh100")
+}
+
+// newMPSEnvOn is newMPSEnv on fixture shape with GPU backend.
+func newMPSEnvOn(t *testing.T, shape, backend string) *mpsEnvT {
+	t.Helper()
+	e := newEnv(t, shape, backend)
 	cfg, err := config.Parse("mps.toml", []byte(mpsConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +60,7 @@ func newMPSEnv(t *testing.T) *mpsEnvT {
 // run is a prolog (epilog false) or epilog of user's job on gpus.
 func (m *mpsEnvT) run(epilog bool, job uint64, user string, uid int, gpus []int) *Outcome {
 	m.t.Helper()
-	o := m.opts(job, gpus, "")
-	o.Job.User, o.Job.UID, o.Job.GID = user, uid, uid
-	o.MPS = knob.MPSEnv{Base: m.base, Control: m.ctl}
+	o := m.jobOpts(job, user, uid, gpus)
 	run, what := Prolog, "prolog"
 	if epilog {
 		run, what = Epilog, "epilog"
@@ -66,6 +70,15 @@ func (m *mpsEnvT) run(epilog bool, job uint64, user string, uid int, gpus []int)
 		m.t.Fatalf("%s %d: %v", what, job, err)
 	}
 	return out
+}
+
+// jobOpts are the options of a hook of user's job on gpus, with m's MPS
+// control and base.
+func (m *mpsEnvT) jobOpts(job uint64, user string, uid int, gpus []int) *Options {
+	o := m.opts(job, gpus, "")
+	o.Job.User, o.Job.UID, o.Job.GID = user, uid, uid
+	o.MPS = knob.MPSEnv{Base: m.base, Control: m.ctl}
+	return o
 }
 
 // pipe is the pipe directory of user's daemon on GPU index i.

@@ -56,8 +56,11 @@ type prologJob struct {
 	gpus, tuned []gpu.Device
 	migDevs     bool
 	known       bool
-	where       config.MIGWhere
-	fixMIG      bool // [mig] reconfigure is to fix the layout
+	// migs are the UUIDs of the job's MIG devices (migScopes): the knobs
+	// that apply to MIG devices (mps) are set in their scopes.
+	migs   []string
+	where  config.MIGWhere
+	fixMIG bool // [mig] reconfigure is to fix the layout
 }
 
 // prologFor is Prolog with the profile selected; fallback, when set, is why
@@ -115,6 +118,7 @@ func resolveJob(o *run, out *Outcome, sel config.Selection, fallback string) (*p
 	}
 	j.prof = prof
 	j.gpus, j.tuned, j.migDevs, j.known = prologGPUs(o, out)
+	j.migs = migScopes(o, out, j)
 	return j, nil
 }
 
@@ -148,7 +152,7 @@ func fixMIGLayout(ctx context.Context, o *run, s *spoolState, out *Outcome, j *p
 // jobRecord is what the job's record keeps for its epilog.
 func jobRecord(o *run, s *spoolState, out *Outcome, j *prologJob, knobs map[string]knob.Knob, p *plan.Plan) *JobRecord {
 	rec := &JobRecord{Job: out.Job, SLUID: o.Job.SLUID, User: o.Job.User, UID: o.Job.UID, Profile: j.sel.Profile, Started: o.now(), BootID: s.bootID,
-		Holds: p.Holds, Invariants: invariants(knobs, j.prof, jobScopes(j.tuned)), Fallback: j.fallback}
+		Holds: p.Holds, Invariants: invariants(knobs, j.prof, j.scopes()), Fallback: j.fallback}
 	for _, g := range j.gpus {
 		rec.GPUs = append(rec.GPUs, g.UUID)
 	}
@@ -169,7 +173,7 @@ func prologGPUs(o *run, out *Outcome) (gpus, tuned []gpu.Device, migDevs, known 
 	tuned = gpus
 	if migDevs {
 		tuned = nil
-		out.tell(plan.KindGPUs, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it")
+		out.tell(plan.KindGPUs, "GPU knobs skipped: the job's GPUs are MIG devices, and a GPU's settings are shared by every job on it (mps, if set, runs a daemon per MIG device)")
 	}
 	if o.GPU != nil && o.GPU.Name() == "none" && len(o.Job.GPUs) > 0 {
 		out.tell(plan.KindGPUs, "GPU knobs skipped: the GPU backend is none (GPUs ignored)")
@@ -212,18 +216,18 @@ func checkMIGLayout(o *run, out *Outcome, gpus []gpu.Device, migDevs bool) (conf
 // the node's state, recording the plan in out. before is the job's earlier
 // record, if its prolog ran already: the plan then also covers what it held.
 func planProlog(o *run, s *spoolState, out *Outcome, j *prologJob, before *JobRecord) (map[string]knob.Knob, *plan.Plan) {
-	earlier, knobGPUs := map[string]bool{}, j.tuned
+	earlier, knobGPUs := map[string]bool{}, j.knobGPUs()
 	if before != nil {
 		// The job's prolog again (a requeue, a manual re-run): plan over
 		// what it held, so that what it no longer holds is let go.
-		knobGPUs = unionGPUs(j.tuned, gpusByUUID(o.devices(), before.GPUs))
+		knobGPUs = unionGPUs(knobGPUs, gpusByUUID(o.devices(), before.GPUs))
 		for _, h := range before.Holds {
 			earlier[h.ID.String()] = true
 		}
 	}
 	o.settings = j.prof.Knobs.Setting
 	knobs := catalog(o, knobGPUs)
-	p := plan.ForJob(out.Job, observe(knobs, j.prof, jobScopes(j.tuned), earlier), s.nodeState())
+	p := plan.ForJob(out.Job, observe(knobs, j.prof, j.scopes(), earlier), s.nodeState())
 	out.Changes, out.Holds, out.Skipped = p.Changes, p.Holds, p.Skipped
 	out.Warnings = append(out.Warnings, p.Warnings...)
 	return knobs, p
@@ -343,6 +347,27 @@ func jobScopes(gpus []gpu.Device) map[string]bool {
 		scopes[knob.GPUScope(g.UUID)] = true
 	}
 	return scopes
+}
+
+// scopes are the knob scopes the job's profile applies to: the node, each
+// tuned GPU, and each of the job's MIG devices (whose scope holds only
+// the knobs that apply to MIG devices: mps).
+func (j *prologJob) scopes() map[string]bool {
+	scopes := jobScopes(j.tuned)
+	for _, u := range j.migs {
+		scopes[knob.GPUScope(u)] = true
+	}
+	return scopes
+}
+
+// knobGPUs are the GPUs whose knobs the catalog builds: the tuned ones,
+// and the GPUs of the job's MIG devices, whose MIG scopes come with them
+// (knob.Catalog); only j.scopes() are planned.
+func (j *prologJob) knobGPUs() []gpu.Device {
+	if len(j.migs) > 0 {
+		return unionGPUs(j.tuned, j.gpus)
+	}
+	return j.tuned
 }
 
 // invariants lists the values the config says must hold through the job

@@ -16,7 +16,9 @@ type Env struct {
 	CPUs cpuset.Set
 	// GPU is the backend of the GPU knobs (a gpu.Backend); nil for none.
 	GPU gpu.Backend
-	// GPUs are the job's GPUs: each gets its own GPU knobs.
+	// GPUs are the job's GPUs: each gets its own GPU knobs, and each of
+	// its MIG devices with a UUID (Device.MIG) the knobs that apply to
+	// MIG devices (Def.MIG: mps), scoped by the MIG UUID.
 	GPUs []gpu.Device
 	// Isolation is the [isolation] options housekeeping_cpus takes (units
 	// never confined, the journal of systemd units) and irq_affinity its log.
@@ -42,7 +44,8 @@ type Env struct {
 
 // Catalog returns every knob in scope: the node knobs (NodeKnobNames
 // order, see the registry), then each listed GPU's knobs (GPUKnobNames
-// order) when env.GPU is set. Knobs absent on the node are included; their Read says
+// order) when env.GPU is set, each followed by its MIG devices' knobs
+// (Def.MIG). Knobs absent on the node are included; their Read says
 // ErrUnsupported. Building it reads at most the online CPU list.
 func Catalog(env Env) []Knob {
 	if env.Isolation.RunDir == nil {
@@ -54,6 +57,7 @@ func Catalog(env Env) []Knob {
 	if env.GPU != nil {
 		for _, d := range env.GPUs {
 			out = append(out, r.gpuKnobs(d)...)
+			out = append(out, r.migKnobs(d)...)
 		}
 	}
 	return out

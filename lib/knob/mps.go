@@ -15,8 +15,10 @@ import (
 	"gpuprep/lib/plan"
 )
 
-// mps, one per GPU of the job (scope GPUScope(uuid)): an NVIDIA MPS control
-// daemon for the job's user on that GPU (issue 23). Its Value is the user
+// mps, one per GPU of the job (scope GPUScope(uuid)), or per MIG device of
+// the job (scope GPUScope(<MIG UUID>), Def.MIG; issue 36): an NVIDIA MPS
+// control daemon for the job's user on that GPU or MIG device (issue 23),
+// started with CUDA_VISIBLE_DEVICES=<its UUID>. Its Value is the user
 // the gpuprep daemon of this GPU serves, "" for none; so the prolog's
 // journal, the count of jobs holding it, the drift check and the restore
 // treat it as any knob: jobs of one user share the daemon, the last one's
@@ -28,8 +30,9 @@ import (
 //	           several joined by commas; no nvidia-cuda-mps-control on the
 //	           node is ErrUnsupported
 //	Desired    "on" (mps = true): the job's user (Env.User), once the
-//	           GPU's compute mode allows MPS (mps.Refuse: prohibited is
-//	           refused); "off": leave alone
+//	           GPU's compute mode (a MIG device's GPU's, read only)
+//	           allows MPS (mps.Refuse: prohibited is refused); "off":
+//	           leave alone
 //	Apply(u)   stops the daemons of this GPU serving others, then makes
 //	           u's directories, root's (mps.CreateIn), starts the daemon
 //	           (through Env.MPS.Launcher: a systemd unit or a cgroup of
@@ -80,11 +83,12 @@ func init() {
 	Register(Def{
 		Name: "mps", Order: 1100, Kind: GPUKind,
 		Example:    `true`,
-		Doc:        "an NVIDIA MPS control daemon for the job's user on each of its GPUs (nvidia-cuda-mps-control; CUDA_MPS_PIPE_DIRECTORY=" + mps.DefaultBase + "/<user>-<key>/pipe); true, false = leave alone",
+		Doc:        "an NVIDIA MPS control daemon for the job's user on each of its GPUs, or each of its MIG devices (nvidia-cuda-mps-control; CUDA_MPS_PIPE_DIRECTORY=" + mps.DefaultBase + "/<user>-<key>/pipe); true, false = leave alone",
 		Decode:     decodeOnOff,
 		LeaveAlone: string(onOff(false)),
 		New:        func(r *Run, id ID) Knob { return &mpsKnob{r.gpuBase(id)} },
 		GoWithout:  withoutMPS,
+		MIG:        true,
 	})
 }
 
@@ -212,6 +216,9 @@ func (k *mpsKnob) refuse() error {
 		return err
 	}
 	if err := mps.Refuse(string(s.ComputeMode)); err != nil {
+		if isMIG(k.uuid()) {
+			return fmt.Errorf("%s: MIG device of GPU %d: %w", k.id, k.index, err)
+		}
 		return fmt.Errorf("%s: GPU %d: %w", k.id, k.index, err)
 	}
 	return nil
@@ -354,6 +361,14 @@ func (k *mpsKnob) owner(name string) (int, error) {
 // serves one user at a time.
 func withoutMPS(c plan.Conflict) string {
 	uuid, _ := c.ID.GPU()
-	return fmt.Sprintf("GPU %s: the MPS daemon serves %s (jobs %v); job %s (%s) runs without MPS: an MPS server serves one user at a time",
-		uuid, c.Held, c.Others, c.Job, c.Wants)
+	what := "GPU"
+	if isMIG(uuid) {
+		what = "MIG device"
+	}
+	return fmt.Sprintf("%s %s: the MPS daemon serves %s (jobs %v); job %s (%s) runs without MPS: an MPS server serves one user at a time",
+		what, uuid, c.Held, c.Others, c.Job, c.Wants)
 }
+
+// isMIG says whether uuid names a MIG device (MIG-<uuid>, or
+// MIG-GPU-<uuid>/<gi>/<ci> before R470) rather than a whole GPU.
+func isMIG(uuid string) bool { return strings.HasPrefix(uuid, "MIG-") }

@@ -89,6 +89,11 @@ type Def struct {
 	// rather than share the value kept, and GoWithout words the warning
 	// its user gets.
 	GoWithout func(plan.Conflict) string
+	// MIG, for a GPU knob, says it applies to each MIG device of a GPU
+	// too, in the scope GPUScope(<MIG UUID>) (mps: a control daemon per
+	// MIG device). Other GPU knobs set the physical GPU, whose settings
+	// every MIG device shares, and have no MIG scope.
+	MIG bool
 }
 
 // ValueError is a Decode error that names a key inside a table value, or
@@ -197,6 +202,23 @@ func (r *Run) nodeKnobs() []Knob {
 	for _, d := range registry {
 		if d.Kind == NodeKind {
 			out = append(out, d.New(r, ID{Name: d.Name, Scope: NodeScope}))
+		}
+	}
+	return out
+}
+
+// migKnobs builds the knobs of each MIG device of dev that has a UUID
+// (the Defs with MIG set), in order: scope GPUScope(<MIG UUID>).
+func (r *Run) migKnobs(dev gpu.Device) []Knob {
+	var out []Knob
+	for _, m := range dev.MIG.Devices {
+		if m.UUID == "" {
+			continue
+		}
+		for _, d := range registry {
+			if d.Kind == GPUKind && d.MIG {
+				out = append(out, d.New(r, ID{Name: d.Name, Scope: GPUScope(m.UUID)}))
+			}
 		}
 	}
 	return out

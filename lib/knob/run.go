@@ -24,7 +24,7 @@ type Run struct {
 	f    files
 	cpus *cpuScope
 	ctl  gpuControl
-	devs map[string]gpu.Device // the job's GPUs by UUID
+	devs map[string]gpu.Device // the job's GPUs by UUID, and by their MIG devices' UUIDs
 	// job says the run is a job's (Catalog): without one (GPUKnobs,
 	// NodeKnobs) knobs that serve the job's user only check the node.
 	job bool
@@ -48,6 +48,11 @@ func newRun(env Env, f files) *Run {
 	}
 	for _, d := range env.GPUs {
 		r.devs[d.UUID] = d
+		for _, m := range d.MIG.Devices {
+			if m.UUID != "" {
+				r.devs[m.UUID] = d // a MIG device's knob reads its GPU
+			}
+		}
 	}
 	return r
 }
@@ -143,7 +148,8 @@ func (r *Run) ResolveHousekeeping(setting string) (cpuset.Set, error) {
 	return isolate.Housekeeping(spec, n)
 }
 
-// gpuBase is the common part of the GPU knob id (scope "gpu:<uuid>").
+// gpuBase is the common part of the GPU knob id (scope "gpu:<uuid>"); a
+// MIG device's knob (scope "gpu:MIG-<uuid>") gets its GPU's index.
 func (r *Run) gpuBase(id ID) gpuKnob {
 	uuid, _ := id.GPU()
 	d, ok := r.devs[uuid]
