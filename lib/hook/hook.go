@@ -123,8 +123,10 @@ func catalog(o *run, gpus []gpu.Device) map[string]knob.Knob {
 	return m
 }
 
-// devices lists the node's GPUs, once per run; a backend that cannot list
-// them gives none (node knobs still work).
+// devices lists the node's GPUs, once per run, with their MIG devices'
+// UUIDs (gpu.FillMIGUUIDs: an NVML read of each GPU in MIG mode whose
+// listing lacks them); a backend that cannot list them gives none (node
+// knobs still work).
 func (o *run) devices() []gpu.Device {
 	if o.gpusListed || o.GPU == nil {
 		return o.gpus
@@ -134,6 +136,11 @@ func (o *run) devices() []gpu.Device {
 	if err != nil {
 		o.Log.Warn("cannot list GPUs; GPU knobs skipped", "err", err)
 		return nil
+	}
+	// The MIG devices' UUIDs name the scopes of their knobs (mps): a
+	// light listing lacks them, so the GPUs in MIG mode are read again.
+	if err := gpu.FillMIGUUIDs(o.GPU, devs); err != nil {
+		o.Log.Warn("cannot read the MIG devices' UUIDs; their MPS daemons are not managed", "err", err)
 	}
 	o.gpus = devs
 	return devs

@@ -219,3 +219,42 @@ func TestMPSOnMIGDriftAndKilledEpilog(t *testing.T) {
 		t.Errorf("%s after every job holds %v", m.baseDir(), ents)
 	}
 }
+
+// jobMIGs names a MIG record's device by its two cap files, on the GPU of
+// its /dev/nvidia<N>; a record whose caps name no MIG device, or a MIG
+// device without a UUID (the procfs backend), is an error; whole GPUs
+// and repeats add nothing.
+func TestJobMIGs(t *testing.T) {
+	all := []gpu.Device{{Index: 0, Minor: 1, UUID: "GPU-a", MIG: gpu.MIGState{Current: true, Devices: []gpu.MIGDevice{
+		{GI: 1, UUID: "MIG-1", GICapMinor: 147, CICapMinor: 148}, {GI: 5, UUID: "MIG-5", GICapMinor: 183, CICapMinor: 184}}}},
+		{Index: 1, Minor: 0, UUID: "GPU-b", MIG: gpu.MIGState{Current: true, Devices: []gpu.MIGDevice{{GI: 1, GICapMinor: 12, CICapMinor: 13}}}}}
+	if got := capMinors([]string{"/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap184", "/dev/nvidia-caps/nvidia-cap183", "/dev/nvidia-caps/nvidia-capx"}); !slices.Equal(got, []int{184, 183}) {
+		t.Errorf("capMinors: %v", got)
+	}
+	devs := []gresDevice{{Minor: 1, MIG: true, Caps: []int{184, 183}}, {Minor: 1, MIG: true, Caps: []int{147, 148}}, {Minor: 0}, {Minor: 1, MIG: true, Caps: []int{147, 184}}, {Minor: 0, MIG: true, Caps: []int{12, 13}}}
+	if got, err := jobMIGs(all, []int{0, 2, 1, 0}, devs); err != nil || !slices.Equal(got, []string{"MIG-5", "MIG-1"}) {
+		t.Errorf("jobMIGs: %v %v; want MIG-5, MIG-1", got, err)
+	}
+	if _, err := jobMIGs(all, []int{3}, devs); err == nil || !strings.Contains(err.Error(), "no MIG device of GPU 0 has the cap files 147,184") {
+		t.Errorf("mixed caps: %v", err)
+	}
+	if _, err := jobMIGs(all, []int{4}, devs); err == nil || !strings.Contains(err.Error(), "gives GPU 1's MIG devices no UUIDs") {
+		t.Errorf("no UUID: %v", err)
+	}
+}
+
+// A MIG job whose gres.conf records name no MIG device the backend lists
+// (cap files of another layout) runs without MPS, told why, and the
+// prolog succeeds.
+func TestMPSOnMIGUnknownDevices(t *testing.T) {
+	m, _ := mpsMIGEnv(t)
+	writeGresConf(t, m.root, "Name=gpu MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap100,/dev/nvidia-caps/nvidia-cap101\n")
+	out := m.run(false, 51, "alice", 4242, []int{0})
+	if len(m.ctl.Started) != 0 {
+		t.Errorf("started %v", m.ctl.Started)
+	}
+	want := "MPS skipped on the job's MIG devices: cannot tell which they are: MIG device 0: no MIG device of GPU 0 has the cap files 100,101 of its gres.conf record"
+	if !slices.Contains(plan.Texts(out.Warnings), want) {
+		t.Errorf("warnings %q; want %q", plan.Texts(out.Warnings), want)
+	}
+}
