@@ -292,6 +292,29 @@ rmdir "$scope/job_4250"
 SLURM_JOB_ID=4250 "$bin"/gpuprep-epilog "${hook[@]}" 2>&1 | grep -E 'epilog done' | sed -e 's/^time=[^ ]* //' -e 's/restored=.*\(mps@[^ ]* [^ ,"]*\).*/restored=... \1/'
 echo "/run/gpuprep/mps after: $(ls -A "$root/run/gpuprep/mps" | wc -l) entries"
 
+if [ "$node" = dgxa100 ]; then
+  # Slurm's indexes of GPU 0's MIG devices: the MultipleFiles= records of
+  # gres.conf; their UUIDs as the simulated GPUs give them.
+  migs=$(grep '^Name=' "$root/etc/slurm/gres.conf" | grep -n 'MultipleFiles=' | cut -d: -f1 | while read -r n; do echo $((n - 1)); done | paste -sd,)
+  mapfile -t miguuids < <("${gres[@]}" --format json 2>/dev/null | grep -oE '"uuid": *"MIG-[^"]*"' | sed -E 's/.*"(MIG-[^"]*)"/\1/')
+  printf '[profiles.shared]\ninherits = "default"\nmps = true\n' | cat "$spool/gpuprep.toml" - >"$spool/shared.toml"
+  shared=(--root "$root" --gpu-backend "$backend" --config "$spool/shared.toml" --state-dir "$spool/state")
+  step "MPS on MIG devices: job 4252 (profile shared: mps = true) holds GPU 0's two MIG devices (SLURM_JOB_GPUS=$migs, gres.conf's MultipleFiles= records); the prolog starts one daemon per MIG device, each with CUDA_VISIBLE_DEVICES=<its MIG UUID> (the GPU's own settings stay untouched); a rank on the second MIG device gets that daemon; the epilog stops both" \
+    "gpuprep-prolog (job 4252); srunwrap (its rank on ${miguuids[1]}); gpuprep-epilog (job 4252)"
+  mkdir -p "$scope/job_4252"
+  SLURM_JOB_ID=4252 SLURM_JOB_GPUS=$migs SLURM_JOB_COMMENT=gpuprep=shared SLURM_JOB_UID="$(id -u)" SLURM_JOB_GID="$(id -g)" \
+    show 'MPS control daemon started|prolog done' "$bin"/gpuprep-prolog "${shared[@]}" | sed -e 's/^time=[^ ]* //' -e "s|$root||g"
+  # The simulated daemons are processes of this machine: their environment.
+  for p in $(pgrep -f "$root/usr/bin/nvidia-cuda-mps-control" || true); do
+    tr '\0' '\n' <"/proc/$p/environ" | grep -E '^CUDA_VISIBLE_DEVICES=' | sed 's/^/MPS daemon: /'
+  done | sort
+  SLURM_JOB_ID=4252 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_NTASKS=1 SLURM_STEP_TASKS_PER_NODE=1 \
+    CUDA_VISIBLE_DEVICES="${miguuids[1]}" quiet "${mps[@]}" "$bin"/srunwrap --root "$root" -- sh -c 'env | grep -E "^CUDA_(MPS_PIPE|MPS_LOG|VISIBLE)" | sort' | sed "s|$root||g"
+  rmdir "$scope/job_4252"
+  SLURM_JOB_ID=4252 "$bin"/gpuprep-epilog "${shared[@]}" 2>&1 | grep -E 'epilog done' | sed -e 's/^time=[^ ]* //' -e 's/restored=.*\(mps@[^ ]* [^ ,"]*\).*/restored=... \1/'
+  echo "/run/gpuprep/mps after: $(ls -A "$root/run/gpuprep/mps" | wc -l) entries"
+fi
+
 step "Health before every job: the read-only table (gpuprep-prolog --health); then a user's forged Xid lines are ignored, and the driver's Xid 79 in the kernel log fails the next prolog (under slurmd: the node drains with this reason) and every prolog of a job on GPU 0 until GPU 0 is cleared; a job on GPU 1 runs" \
   "gpuprep-prolog --health; echo 'NVRM: Xid ... 79' >> /dev/kmsg; gpuprep-prolog (job 4247, GPU 0); gpuprep-prolog (job 4248, GPU 1)"
 mkdir -p "$root/dev" && printf '6,0,0,-;Linux version 6.1.0\n' >"$root/dev/kmsg" # the simulated kernel log

@@ -58,6 +58,19 @@ func TestDemoOnEverySimulatedNode(t *testing.T) {
 					t.Errorf("DEMO_NODE=%s: the output lacks %q\n%s", node, want, text)
 				}
 			}
+			if node == "dgxa100" { // GPU 0 in MIG mode: MPS per MIG device (issue 36 §4)
+				for _, want := range []string{
+					"MPS daemon: CUDA_VISIBLE_DEVICES=MIG-c7084fa3-7b13-75f5-db76-db7749cec117\nMPS daemon: CUDA_VISIBLE_DEVICES=MIG-d3278de5-bff1-7ce6-827b-4f3167a8cb04\n",
+					"mps@gpu:MIG-c7084fa3-7b13-75f5-db76-db7749cec117 (none)->alice, mps@gpu:MIG-d3278de5-bff1-7ce6-827b-4f3167a8cb04 (none)->alice\"",
+					"CUDA_MPS_LOG_DIRECTORY=/run/gpuprep/mps/alice-e70e075e1d9c/log\nCUDA_MPS_PIPE_DIRECTORY=/run/gpuprep/mps/alice-e70e075e1d9c/pipe\nCUDA_VISIBLE_DEVICES=MIG-c7084fa3-7b13-75f5-db76-db7749cec117\n",
+					"restored=... mps@gpu:MIG-",
+					"/run/gpuprep/mps after: 0 entries\n\n== Health",
+				} {
+					if !strings.Contains(text, want) {
+						t.Errorf("DEMO_NODE=%s: the MIG MPS step lacks %q\n%s", node, want, text)
+					}
+				}
+			}
 			// GPU 0's simulated counter runs at 34% of the time; the
 			// demo's job lasts well under a second, so the hooks' own
 			// time moves the share by a point or two on a busy machine.
