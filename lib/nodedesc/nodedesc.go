@@ -132,7 +132,7 @@ func fillMIGUUIDs(n *topo.Node, b gpu.Backend) error {
 		if err != nil {
 			return fmt.Errorf("GPU %d (%s): MIG devices: %w", g.Index, g.BusID, err)
 		}
-		g.MIG = mergeMIG(g.MIG, st)
+		g.MIG = gpu.MergeMIG(g.MIG, st)
 	}
 	return nil
 }
@@ -144,24 +144,4 @@ func lacksUUID(ms []gpu.MIGDevice) bool {
 		}
 	}
 	return false
-}
-
-// mergeMIG is the reader's state (UUIDs, profiles, mode) with the cap
-// minors of the listing where the reader has none.
-func mergeMIG(listed, read gpu.MIGState) gpu.MIGState {
-	for i := range read.Devices {
-		m := &read.Devices[i]
-		for _, l := range listed.Devices {
-			if l.GI != m.GI || l.CI != m.CI {
-				continue
-			}
-			if m.GICapMinor < 0 {
-				m.GICapMinor = l.GICapMinor
-			}
-			if m.CICapMinor < 0 {
-				m.CICapMinor = l.CICapMinor
-			}
-		}
-	}
-	return read
 }
