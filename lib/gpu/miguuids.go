@@ -15,7 +15,7 @@ func FillMIGUUIDs(b Backend, devs []Device) error {
 	}
 	for i := range devs {
 		d := &devs[i]
-		if !lacksMIGUUID(d.MIG.Devices) {
+		if !LacksMIGUUIDs(devs[i : i+1]) {
 			continue
 		}
 		st, err := mr.MIG(d.Index)
@@ -27,10 +27,14 @@ func FillMIGUUIDs(b Backend, devs []Device) error {
 	return nil
 }
 
-func lacksMIGUUID(ms []MIGDevice) bool {
-	for _, m := range ms {
-		if m.UUID == "" {
-			return true
+// LacksMIGUUIDs says whether a MIG device of devs has no UUID (a light
+// listing's: FillMIGUUIDs reads them).
+func LacksMIGUUIDs(devs []Device) bool {
+	for _, d := range devs {
+		for _, m := range d.MIG.Devices {
+			if m.UUID == "" {
+				return true
+			}
 		}
 	}
 	return false

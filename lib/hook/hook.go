@@ -61,6 +61,10 @@ type run struct {
 	*Options
 	gpus       []gpu.Device // the node's GPUs, listed once (devices)
 	gpusListed bool
+	migFilled  bool // withMIGUUIDs read the MIG devices' UUIDs
+	// jobs is what the run found of Slurm's jobs (jobEvidence), looked
+	// for once, when first needed.
+	jobs *jobEvidence
 	// gres is gres.conf's GPU devices in Slurm's order, read once per
 	// run (gresDevices): jobGPUs and the node description both use it.
 	gres     []gresDevice
@@ -112,6 +116,7 @@ func jobKey(j slurm.Job) string { return fmt.Sprint(j.ID) }
 
 // catalog returns every knob for the node and the given GPUs, indexed by ID.
 func catalog(o *run, gpus []gpu.Device) map[string]knob.Knob {
+	gpus = o.withMIGUUIDs(gpus)
 	iso := isolate.Options{Exclude: o.Config.Isolation.Exclude, Writer: cgwriter.Writer{},
 		SlurmConf: o.Job.Conf, Node: o.Job.NodeName, Units: o.Units, Log: o.Log}
 	ks := knob.Catalog(knob.Env{Root: o.Root, GPU: o.GPU, GPUs: gpus, Isolation: iso,
@@ -123,10 +128,9 @@ func catalog(o *run, gpus []gpu.Device) map[string]knob.Knob {
 	return m
 }
 
-// devices lists the node's GPUs, once per run, with their MIG devices'
-// UUIDs (gpu.FillMIGUUIDs: an NVML read of each GPU in MIG mode whose
-// listing lacks them); a backend that cannot list them gives none (node
-// knobs still work).
+// devices lists the node's GPUs, once per run (a light listing: MIG
+// devices may lack their UUIDs, withMIGUUIDs); a backend that cannot list
+// them gives none (node knobs still work).
 func (o *run) devices() []gpu.Device {
 	if o.gpusListed || o.GPU == nil {
 		return o.gpus
@@ -137,13 +141,30 @@ func (o *run) devices() []gpu.Device {
 		o.Log.Warn("cannot list GPUs; GPU knobs skipped", "err", err)
 		return nil
 	}
-	// The MIG devices' UUIDs name the scopes of their knobs (mps): a
-	// light listing lacks them, so the GPUs in MIG mode are read again.
-	if err := gpu.FillMIGUUIDs(o.GPU, devs); err != nil {
-		o.Log.Warn("cannot read the MIG devices' UUIDs; their MPS daemons are not managed", "err", err)
-	}
 	o.gpus = devs
 	return devs
+}
+
+// withMIGUUIDs is gpus (some of devices()) with their MIG devices' UUIDs,
+// which name the scopes of the MIG devices' knobs (mps): a light listing
+// lacks them, so the run's GPUs in MIG mode are read again
+// (gpu.FillMIGUUIDs), once per run and only when gpus holds such a GPU:
+// a job on whole GPUs pays nothing for it.
+func (o *run) withMIGUUIDs(gpus []gpu.Device) []gpu.Device {
+	if !gpu.LacksMIGUUIDs(gpus) {
+		return gpus
+	}
+	if !o.migFilled {
+		o.migFilled = true
+		if err := gpu.FillMIGUUIDs(o.GPU, o.devices()); err != nil {
+			o.Log.Warn("cannot read the MIG devices' UUIDs; their MPS daemons are not managed", "err", err)
+		}
+	}
+	uuids := make([]string, len(gpus))
+	for i, d := range gpus {
+		uuids[i] = d.UUID
+	}
+	return gpusByUUID(o.devices(), uuids)
 }
 
 // prepare brings the spool to a state a run can plan over, under the node

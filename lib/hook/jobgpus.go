@@ -250,7 +250,7 @@ func migScopes(o *run, out *Outcome, j *prologJob) []string {
 	devs, _, err := gresDevices(o)
 	var uuids []string
 	if err == nil {
-		uuids, err = jobMIGs(o.devices(), o.Job.GPUs, devs)
+		uuids, err = jobMIGs(o.withMIGUUIDs(o.devices()), o.Job.GPUs, devs)
 	}
 	if err == nil {
 		return uuids

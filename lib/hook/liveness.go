@@ -64,13 +64,22 @@ func deadJobs(o *run, s *spoolState, except string) []Released {
 			continue
 		}
 		if ev == nil {
-			ev = lookForJobs(o)
+			ev = o.jobEvidence()
 		}
 		if gone, where := ev.gone(job, rec.SLUID); gone {
 			dead = append(dead, Released{Job: job, Kind: "cgroup", Reason: fmt.Sprintf("no cgroup %s under %s and no slurmstepd of the job: the job is over but its epilog did not run", slurm.JobCgroupName(job, rec.SLUID), where)})
 		}
 	}
 	return dead
+}
+
+// jobEvidence is lookForJobs's, once per run (deadJobs and tidyRunDir
+// both ask).
+func (o *run) jobEvidence() *jobEvidence {
+	if o.jobs == nil {
+		o.jobs = lookForJobs(o)
+	}
+	return o.jobs
 }
 
 // jobEvidence is what a run found of Slurm's jobs: Slurm's daemons (root's

@@ -77,3 +77,37 @@ func TestPrologPaysNVMLOnlyForTheJob(t *testing.T) {
 		t.Errorf("%d application-clock reads for a profile that sets no clocks", clockReads)
 	}
 }
+
+// On a node with a GPU in MIG mode (mock:dgxa100's GPU 0), a job on whole
+// GPUs pays nothing for the MIG devices: its prolog and epilog open no
+// handle of the MIG GPU (the MIG devices' UUIDs are read only where a
+// job's GPU is in MIG mode).
+func TestWholeGPUJobPaysNoMIGRead(t *testing.T) {
+	e := newEnv(t, "dgxa100", "mock:dgxa100")
+	gpu.Light(e.gpu)
+	srv := e.gpu.(*nvmlgpu.NVML).Interface().(*server.Server)
+	devs, err := e.gpu.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs[0].MIG.Devices) == 0 {
+		t.Fatalf("mock:dgxa100 GPU 0 has no MIG devices: %+v", devs[0].MIG)
+	}
+	var mu sync.Mutex
+	var opened []string
+	open := srv.DeviceGetHandleByPciBusIdFunc
+	srv.DeviceGetHandleByPciBusIdFunc = func(bus string) (nvml.Device, nvml.Return) {
+		mu.Lock()
+		opened = append(opened, bus)
+		mu.Unlock()
+		return open(bus)
+	}
+	e.prolog(7, []int{1, 2}, "")
+	e.epilog(7)
+	if slices.Contains(opened, devs[0].BusID) {
+		t.Errorf("a job on GPUs 1 and 2 opened MIG GPU 0 (%s): handles %v", devs[0].BusID, opened)
+	}
+	if len(opened) == 0 {
+		t.Error("no handle opened at all: the test does not see the hooks' NVML")
+	}
+}

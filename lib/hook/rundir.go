@@ -119,16 +119,9 @@ func tidyRunDir(o *run, s *spoolState, own string) {
 	} else if len(removed) > 0 {
 		o.Log.Info("removed temporary files of killed runs", "dir", o.rd.dir.Path(), "files", removed)
 	}
-	var ev *jobEvidence
 	keep := func(job uint64) bool {
 		id := strconv.FormatUint(job, 10)
-		if id == own || s.jobs[id] != nil {
-			return true
-		}
-		if ev == nil {
-			ev = lookForJobs(o)
-		}
-		return ev.alive(id)
+		return id == own || s.jobs[id] != nil || o.jobEvidence().alive(id)
 	}
 	gone, err := nodedesc.ForgetNotices(o.rd.dir, keep)
 	if err != nil {
